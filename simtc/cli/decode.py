@@ -1,0 +1,48 @@
+"""``simtc decode``: decode descriptor words taken from a kernel."""
+
+from __future__ import annotations
+
+from simtc.cli._common import add_output_options, emit_json, show
+
+
+def register(sub) -> None:
+    p = sub.add_parser("decode", help="decode descriptors and instruction words",
+                       description="Decode descriptor words (e.g. copied from a kernel or its SASS).")
+    s = p.add_subparsers(dest="decode_command", metavar="WHAT")
+    d = s.add_parser("smem-desc", help="a 64-bit shared-memory matrix descriptor (tcgen05 or wgmma)",
+                     description="Decode a 64-bit shared-memory matrix descriptor into start, LBO, SBO (bytes), "
+                                 "base offset, LBO mode, swizzle and version, and explain it.")
+    d.add_argument("value", help="the descriptor word, e.g. 0x4000404000010000")
+    d.add_argument("--arch", choices=("auto", "sm100", "sm90"), default="auto",
+                   help="sm100 (tcgen05) or sm90 (wgmma); auto: sm100 when bit 46 is set, else sm90")
+    add_output_options(d)
+    d.set_defaults(handler=run_smem_desc)
+    p.set_defaults(handler=lambda args: (p.print_help(), 0)[1])
+
+
+def run_smem_desc(args) -> int:
+    from simtc.errors import DescriptorError
+    from simtc.smem import SmemDescriptor
+
+    try:
+        word = int(args.value, 0)
+    except ValueError:
+        raise DescriptorError(f"not an integer: {args.value!r} (write it as 0x... or decimal)",
+                              rule="descriptor is a 64-bit word") from None
+    arch = args.arch
+    if arch == "auto":
+        arch = "sm100" if (word >> 46) & 1 else "sm90"
+    desc = SmemDescriptor.from_u64(word, arch)
+    if args.json:
+        emit_json({
+            "value": desc.hex(), "arch": desc.arch, "start": desc.start, "lbo": desc.lbo, "sbo": desc.sbo,
+            "base_offset": desc.base_offset, "lbo_mode": desc.lbo_mode, "swizzle": desc.layout_type.name,
+            "layout_type": desc.layout_type.sm100_code if desc.arch == "sm100" else desc.layout_type.sm90_code,
+            "version": (word >> 46) & 0x7, "explanation": desc.explain(),
+        })
+        if not args.svg:
+            return 0
+    from simtc.render.smem import DescriptorView
+
+    show(DescriptorView(desc), args, title="simtc decode smem-desc")
+    return 0

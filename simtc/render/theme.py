@@ -1,0 +1,39 @@
+"""Named styles shared by every simtc view (terminal, Jupyter and SVG agree).
+
+Colours are looked up by name (``simtc.phase.3``, ``simtc.bank.conflict``...) so that a
+palette change is one edit here.
+"""
+
+from __future__ import annotations
+
+from rich.theme import Theme
+
+__all__ = ["PHASE_COLORS", "SIMTC_THEME", "phase_style"]
+
+# Eight distinguishable background colours for swizzle phases / regions (colour-blind-safe-ish
+# Okabe-Ito palette plus grey).
+PHASE_COLORS = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#999999")
+
+_styles = {f"simtc.phase.{i}": f"black on {c}" for i, c in enumerate(PHASE_COLORS)}
+_styles.update({
+    "simtc.title": "bold",
+    "simtc.dim": "dim",
+    "simtc.header": "bold cyan",
+    "simtc.field": "bold",
+    "simtc.value": "green",
+    "simtc.bits": "magenta",
+    "simtc.note": "italic dim",
+    "simtc.inferred": "italic yellow",
+    "simtc.bank.ok": "black on #009E73",
+    "simtc.bank.conflict": "bold white on #D55E00",
+    "simtc.bank.idle": "dim",
+})
+for i, c in enumerate(PHASE_COLORS):
+    _styles[f"simtc.region.{i}"] = f"black on {c}"
+
+SIMTC_THEME = Theme(_styles)
+
+
+def phase_style(i: int) -> str:
+    """Style name for phase / region ``i`` (cycles through 8 colours)."""
+    return f"simtc.phase.{int(i) % len(PHASE_COLORS)}"
