@@ -18,7 +18,7 @@ __all__ = ["SimtcError", "__version__", "numerics", "render", "smem", "tmem"]
 _SUBMODULES = {"smem", "numerics", "render", "cli", "tmem", "errors"}
 
 if TYPE_CHECKING:  # pragma: no cover
-    from simtc import numerics, render, smem, tmem  # noqa: F401
+    from simtc import numerics, render, smem, tmem
 
 
 def __getattr__(name: str):

@@ -31,6 +31,8 @@ __all__ = [
     "TmemAccessError",
     "TmemAllocError",
     "TmemError",
+    "TmemShapeError",
+    "TmemWouldBlock",
 ]
 
 
@@ -104,6 +106,14 @@ class TmemAccessError(TmemError):
 
 class LaneQuadrantError(TmemAccessError):
     """A warp touched Tensor Memory lanes outside its 32-lane quadrant."""
+
+
+class TmemWouldBlock(TmemAllocError):
+    """``tcgen05.alloc`` cannot be satisfied now: on hardware the warp would block until columns are freed."""
+
+
+class TmemShapeError(TmemError, ShapeError):
+    """An illegal ``tcgen05.ld/st/cp`` shape, ``.num``, qualifier, or data-path layout case."""
 
 
 class HardwareUnavailable(SimtcError, RuntimeError):

@@ -7,6 +7,7 @@ renders it with a recording console and a fixed ``unique_id`` so output is repro
 
 from __future__ import annotations
 
+import io
 import os
 
 from rich.console import Console
@@ -28,19 +29,18 @@ def print_view(view, width: int | None = None) -> None:
 
 def to_text(view, width: int = 120) -> str:
     """Render a view to plain text (no colours) at a fixed width; used by tests."""
-    console = Console(theme=SIMTC_THEME, width=width, record=True, file=open(os.devnull, "w"),  # noqa: SIM115
-                      color_system=None, force_terminal=False)
+    console = Console(theme=SIMTC_THEME, width=width, record=True, file=io.StringIO(), color_system=None,
+                      force_terminal=False)
     console.print(view)
     return console.export_text()
 
 
 def to_svg(view, path: str | os.PathLike | None = None, *, width: int = 120, title: str = "simtc") -> str:
     """Render a view to SVG (returned, and written to ``path`` if given)."""
-    with open(os.devnull, "w") as sink:
-        console = Console(theme=SIMTC_THEME, width=width, record=True, file=sink, force_terminal=True,
-                          color_system="truecolor")
-        console.print(view)
-        svg = console.export_svg(title=title, unique_id="simtc")
+    console = Console(theme=SIMTC_THEME, width=width, record=True, file=io.StringIO(), force_terminal=True,
+                      color_system="truecolor")
+    console.print(view)
+    svg = console.export_svg(title=title, unique_id="simtc")
     if path is not None:
         with open(path, "w", encoding="utf-8") as f:
             f.write(svg)

@@ -18,7 +18,7 @@ from rich.jupyter import JupyterMixin
 from rich.table import Table
 from rich.text import Text
 
-from simtc.render.theme import phase_style
+from simtc.render.theme import phase_style, style
 from simtc.smem.desc import SmemDescriptor
 from simtc.smem.layout import CanonicalLayout, Major
 from simtc.smem.swizzle import SwizzleMode
@@ -62,7 +62,7 @@ class TileView(JupyterMixin):
         desc = lay.descriptor(start=self.base)
         am, ak = lay.atom_shape
         t = Text()
-        t.append(f"{lay.rows}x{lay.cols} {lay.dtype.name} {lay.major} {lay.swizzle.value}", style="simtc.title")
+        t.append(f"{lay.rows}x{lay.cols} {lay.dtype.name} {lay.major} {lay.swizzle.value}", style=style("simtc.title"))
         t.append(f"   atom {am}x{ak} (MN x K), {lay.swizzle.atom_bytes} B; {lay.nbytes} B total; "
                  f"LBO {lay.lbo} B, SBO {lay.sbo} B; sm100 desc {desc.hex()}, "
                  f"sm90 desc {desc.to_arch('sm90').hex() if lay.swizzle.sm90_code is not None else 'n/a'}")
@@ -78,10 +78,10 @@ class TileView(JupyterMixin):
         if self.view == "logical":
             row_name = "mn" if lay.major is Major.K else "k"
             col_name = "k" if lay.major is Major.K else "mn"
-            table = Table(box=None, pad_edge=False, padding=(0, 1), header_style="simtc.header",
+            table = Table(box=None, pad_edge=False, padding=(0, 1), header_style=style("simtc.header"),
                           title="logical view: cell = byte offset where the 16-byte chunk lands; colour = swizzle "
-                                "phase (XOR on the chunk index)", title_style="simtc.note")
-            table.add_column(row_name, justify="right", style="simtc.header")
+                                "phase (XOR on the chunk index)", title_style=style("simtc.note"))
+            table.add_column(row_name, justify="right", style=style("simtc.header"))
             for c in range(n_chunks):
                 table.add_column(f"{col_name} {c * per_chunk}-{c * per_chunk + per_chunk - 1}", justify="right")
             for r in range(shown):
@@ -98,15 +98,15 @@ class TileView(JupyterMixin):
             rr, cc = np.divmod(np.arange(where.size), n_chunks)
             lo = cc * per_chunk
             if lay.major is Major.K:
-                label[where] = [f"{r}:{a}-{a + per_chunk - 1}" for r, a in zip(rr.tolist(), lo.tolist())]
+                label[where] = [f"{r}:{a}-{a + per_chunk - 1}" for r, a in zip(rr.tolist(), lo.tolist(), strict=True)]
             else:
-                label[where] = [f"{a}-{a + per_chunk - 1}:{r}" for r, a in zip(rr.tolist(), lo.tolist())]
+                label[where] = [f"{a}-{a + per_chunk - 1}:{r}" for r, a in zip(rr.tolist(), lo.tolist(), strict=True)]
             ph[where] = phase.ravel()
             shown = lines if self.max_rows is None else min(self.max_rows, lines)
-            table = Table(box=None, pad_edge=False, padding=(0, 1), header_style="simtc.header",
+            table = Table(box=None, pad_edge=False, padding=(0, 1), header_style=style("simtc.header"),
                           title="physical view: 128-byte lines x 16-byte chunks (4 banks each); cell = mn:k range "
-                                "stored there", title_style="simtc.note")
-            table.add_column("address", justify="right", style="simtc.header")
+                                "stored there", title_style=style("simtc.note"))
+            table.add_column("address", justify="right", style=style("simtc.header"))
             for c in range(chunks_per_line):
                 table.add_column(f"banks {4 * c}-{4 * c + 3}", justify="center")
             for line in range(shown):
@@ -115,11 +115,10 @@ class TileView(JupyterMixin):
                 table.add_row(f"{line * 128 + self.base:#06x}", *cells)
         yield table
         if shown < n_rows:
-            yield Text(f"... {n_rows - shown} more rows", style="simtc.dim")
+            yield Text(f"... {n_rows - shown} more rows", style=style("simtc.dim"))
 
 
-_FIELD_COLORS = ("simtc.phase.0", "simtc.phase.1", "simtc.phase.2", "simtc.phase.3", "simtc.phase.4",
-                 "simtc.phase.5", "simtc.phase.7")
+_FIELD_COLORS = tuple(style(f"simtc.phase.{i}") for i in (0, 1, 2, 3, 4, 5, 7))
 
 
 class DescriptorView(JupyterMixin):
@@ -135,12 +134,12 @@ class DescriptorView(JupyterMixin):
             lo, _, hi = bits.partition("-")
             spans.append((int(lo), int(hi or lo), name, _FIELD_COLORS[i % len(_FIELD_COLORS)]))
         style_of = {}
-        for lo, hi, _name, style in spans:
+        for lo, hi, _name, field_style in spans:
             for b in range(lo, hi + 1):
-                style_of[b] = style
+                style_of[b] = field_style
         t = Text("bits 63..0  ")
         for b in range(63, -1, -1):
-            t.append(str((word >> b) & 1), style=style_of.get(b, "simtc.dim"))
+            t.append(str((word >> b) & 1), style=style_of.get(b, style("simtc.dim")))
             if b % 8 == 0 and b:
                 t.append(" ")
         return t
@@ -148,9 +147,9 @@ class DescriptorView(JupyterMixin):
     def __rich_console__(self, console, options):
         d = self.desc
         yield Text(f"{'sm100 (tcgen05)' if d.arch == 'sm100' else 'sm90 (wgmma)'} shared-memory descriptor "
-                   f"{d.hex()}", style="simtc.title")
+                   f"{d.hex()}", style=style("simtc.title"))
         yield self._bit_strip()
-        table = Table(header_style="simtc.header", show_edge=False)
+        table = Table(header_style=style("simtc.header"), show_edge=False)
         for col in ("field", "bits", "raw", "value", "meaning"):
             table.add_column(col, justify="right" if col in ("raw", "value") else "left")
         for i, (name, bits, raw, value, meaning) in enumerate(d.fields()):

@@ -6,9 +6,10 @@ palette change is one edit here.
 
 from __future__ import annotations
 
+from rich.style import Style
 from rich.theme import Theme
 
-__all__ = ["PHASE_COLORS", "SIMTC_THEME", "phase_style"]
+__all__ = ["PHASE_COLORS", "SIMTC_THEME", "phase_style", "style"]
 
 # Eight distinguishable background colours for swizzle phases / regions (colour-blind-safe-ish
 # Okabe-Ito palette plus grey).
@@ -34,6 +35,11 @@ for i, c in enumerate(PHASE_COLORS):
 SIMTC_THEME = Theme(_styles)
 
 
-def phase_style(i: int) -> str:
-    """Style name for phase / region ``i`` (cycles through 8 colours)."""
-    return f"simtc.phase.{int(i) % len(PHASE_COLORS)}"
+def style(name: str) -> Style:
+    """The concrete style behind a simtc style name (works on any console, themed or not)."""
+    return SIMTC_THEME.styles[name]
+
+
+def phase_style(i: int) -> Style:
+    """Style for phase / region ``i`` (cycles through 8 colours)."""
+    return SIMTC_THEME.styles[f"simtc.phase.{int(i) % len(PHASE_COLORS)}"]

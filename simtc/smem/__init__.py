@@ -10,13 +10,14 @@ bank-conflict analyzer (:func:`bank_conflicts`).
 from simtc.smem.banks import BankReport, bank_conflicts, bank_of
 from simtc.smem.desc import SmemDescriptor
 from simtc.smem.image import read_tile, read_tile_bits, write_tile, write_tile_bits
-from simtc.smem.layout import INSTR_K_BYTES, CanonicalLayout, Major, major
+from simtc.smem.layout import INSTR_K_BYTES, LAYOUT_DTYPES, CanonicalLayout, Major, canonical_combinations, major
 from simtc.smem.memory import SMEM_CAPACITY, Buffer, SharedMemory
 from simtc.smem.read import descriptor_addresses
 from simtc.smem.swizzle import SwizzleMode, swizzle, swizzle_mode, unswizzle
 
 __all__ = [
     "INSTR_K_BYTES",
+    "LAYOUT_DTYPES",
     "SMEM_CAPACITY",
     "BankReport",
     "Buffer",
@@ -27,6 +28,7 @@ __all__ = [
     "SwizzleMode",
     "bank_conflicts",
     "bank_of",
+    "canonical_combinations",
     "descriptor_addresses",
     "major",
     "read_tile",

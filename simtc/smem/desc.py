@@ -123,7 +123,8 @@ class SmemDescriptor:
         >>> SmemDescriptor(start=256, lbo=16, sbo=1024, layout_type="SW128").check_base_offset(256)
         Traceback (most recent call last):
         ...
-        simtc.errors.DescriptorError: the SWIZZLE_128B pattern starts at 256, off its 1024-byte boundary: base offset must be 2, is 0 [rule: base offset = (pattern start >> 7) mod 8; PTX ISA 9.0 §9.7.16.3 Table 41]
+        simtc.errors.DescriptorError: the SWIZZLE_128B pattern starts at 256, off its 1024-byte boundary:
+        base offset must be 2, is 0 [rule: base offset = (pattern start >> 7) mod 8; ...]
         """
         if self.layout_type is SwizzleMode.INTERLEAVE:
             return
@@ -161,7 +162,8 @@ class SmemDescriptor:
         >>> SmemDescriptor.from_u64(0xE000404000010000)
         Traceback (most recent call last):
         ...
-        simtc.errors.DescriptorError: layout type 7 in bits 61-63 is not defined (legal: 0 none, 1 128B with 32B atomicity, 2 128B, 4 64B, 6 32B) [rule: sm100 layout types; PTX ISA 9.0 §9.7.16.4.1 Table 40]
+        simtc.errors.DescriptorError: layout type 7 in bits 61-63 is not defined (legal: 0 none, 1 128B with 32B
+        atomicity, 2 128B, 4 64B, 6 32B) [rule: sm100 layout types; PTX ISA 9.0 §9.7.16.4.1 Table 40]
         """
         arch = _arch(arch)
         ref = _ref(arch)
@@ -245,7 +247,8 @@ class SmemDescriptor:
         """Plain-language sentences that say what the tensor core will read.
 
         >>> SmemDescriptor.from_u64(0x4000404000010000).explain()[1]
-        'Layout SWIZZLE_128B (CuTe Sw<3,4,3>): 128-byte rows, 8-row atoms of 1024 B; the XOR pattern uses absolute address bits 7-9, so the atom must sit on a 1024-byte boundary.'
+        'Layout SWIZZLE_128B (CuTe Sw<3,4,3>): 128-byte rows, 8-row atoms of 1024 B; the XOR pattern uses
+        absolute address bits 7-9, so the atom must sit on a 1024-byte boundary.'
         """
         lay = self.layout_type
         b, m, s = lay.cute

@@ -9,7 +9,7 @@ gives, and read back exactly.
 >>> from simtc.smem.layout import CanonicalLayout
 >>> t = CanonicalLayout("bf16", "K", "SW128", 8, 64)
 >>> img = np.zeros(1024, dtype=np.uint8)
->>> x = np.arange(8 * 64, dtype=np.float32).reshape(8, 64)
+>>> x = (np.arange(8 * 64) % 256).astype(np.float32).reshape(8, 64)  # exact in bf16
 >>> write_tile(img, t, x)
 >>> bool((read_tile(img, t) == x).all())
 True

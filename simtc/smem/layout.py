@@ -31,10 +31,14 @@ from simtc.errors import LayoutError
 from simtc.numerics.formats import DtypeInfo, dtype_info
 from simtc.smem.swizzle import SwizzleMode, swizzle, swizzle_mode
 
-__all__ = ["INSTR_K_BYTES", "CanonicalLayout", "Major", "major"]
+__all__ = ["INSTR_K_BYTES", "LAYOUT_DTYPES", "CanonicalLayout", "Major", "canonical_combinations", "major"]
 
 INSTR_K_BYTES = 32
 """Bytes of K one tensor-core instruction consumes (bf16 K=16, tf32 K=8, e4m3 K=32)."""
+
+
+LAYOUT_DTYPES = ("e4m3", "bf16", "fp16", "tf32")
+"""Element types with canonical tensor-core operand layouts (1, 2 and 4 bytes)."""
 
 
 class Major(enum.Enum):
@@ -62,6 +66,16 @@ def major(value: str | Major) -> Major:
         return Major.MN
     raise LayoutError(f"unknown major mode {value!r}; use K or MN", rule="operand major modes",
                       ref="PTX ISA 9.0 §9.7.16.10.6")
+
+
+def canonical_combinations() -> list[tuple[str, Major, SwizzleMode]]:
+    """Every (dtype, major, swizzle) with a canonical layout (SW128_32B is MN-major only).
+
+    >>> len(canonical_combinations())
+    36
+    """
+    return [(d, m, s) for d in LAYOUT_DTYPES for m in Major for s in SwizzleMode
+            if not (m is Major.K and s is SwizzleMode.SW128_32B)]
 
 
 def _to_info(d) -> DtypeInfo:
@@ -140,10 +154,7 @@ class CanonicalLayout:
             raise LayoutError(f"coordinates outside the {self.rows}x{self.cols} tile", rule="tile bounds")
         am, ak = self.atom_shape
         eb, width = self.elem_bytes, self.swizzle.width
-        if self.major is Major.K:
-            inner = (mn % am) * width + (k % ak) * eb
-        else:
-            inner = (k % ak) * width + (mn % am) * eb
+        inner = (mn % am) * width + (k % ak) * eb if self.major is Major.K else (k % ak) * width + (mn % am) * eb
         atom = (mn // am) + (k // ak) * self.atoms[0]
         return atom * self.swizzle.atom_bytes + inner
 

@@ -14,7 +14,7 @@ Buffers are named byte ranges. They may alias (FlashMLA unions Q with ``dequant[
 >>> [b.name for b in sm.aliases("q")]
 ['dequant0']
 >>> sm.free_bytes
-166912
+158720
 """
 
 from __future__ import annotations

@@ -153,7 +153,7 @@ def swizzle(addr, mode: str | SwizzleMode):
     Returns an ``int`` for a scalar input, else an int64 array of the same shape.
 
     >>> int(swizzle(0x480 + 0x10, "SW64"))  # 64B: chunk bits 4-5 ^= address bits 7-8
-    1136
+    1152
     """
     m = swizzle_mode(mode)
     a = _as_addresses(addr)
