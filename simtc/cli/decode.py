@@ -17,6 +17,14 @@ def register(sub) -> None:
                    help="sm100 (tcgen05) or sm90 (wgmma); auto: sm100 when bit 46 is set, else sm90")
     add_output_options(d)
     d.set_defaults(handler=run_smem_desc)
+    i = s.add_parser("idesc", help="a 32-bit tcgen05.mma instruction descriptor",
+                     description="Decode a 32-bit tcgen05.mma instruction descriptor (kind, M, N, formats, majors, "
+                                 "negation, sparsity, .ws shift) and explain it. The word does not encode the kind; "
+                                 "by default it is inferred from the format codes (0/1 -> kind::f16).")
+    i.add_argument("value", help="the descriptor word, e.g. 0x04200490")
+    i.add_argument("--kind", choices=("auto", "f16", "tf32", "f8f6f4", "i8"), default="auto")
+    add_output_options(i)
+    i.set_defaults(handler=run_idesc)
     p.set_defaults(handler=lambda args: (p.print_help(), 0)[1])
 
 
@@ -45,4 +53,22 @@ def run_smem_desc(args) -> int:
     from simtc.render.smem import DescriptorView
 
     show(DescriptorView(desc), args, title="simtc decode smem-desc")
+    return 0
+
+
+def run_idesc(args) -> int:
+    from simtc.mma.idesc import InstrDescriptor
+
+    d = InstrDescriptor.from_u32(args.value, None if args.kind == "auto" else args.kind)
+    if args.json:
+        emit_json({
+            "value": d.hex(), "kind": d.kind, "m": d.m, "n": d.n, "a_format": d.a_format, "b_format": d.b_format,
+            "d_format": d.d_format, "a_major": d.a_major, "b_major": d.b_major, "negate_a": d.negate_a,
+            "negate_b": d.negate_b, "sparse": d.sparse, "max_shift": d.max_shift, "explanation": d.explain(),
+        })
+        if not args.svg:
+            return 0
+    from simtc.render.mma import InstrDescriptorView
+
+    show(InstrDescriptorView(d), args, title="simtc decode idesc")
     return 0

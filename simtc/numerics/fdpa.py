@@ -1,0 +1,202 @@
+"""Tensor-core arithmetic, bit for bit: the fused dot-product-add of Hopper and Blackwell.
+
+One tensor-core instruction with 16-bit inputs (bf16 or fp16), K = 16 and an fp32 accumulator
+computes every output element as a single fused sum (``numerics.md`` §1; MMA-Sim,
+Khattak & Mikaitis; verified bit-exactly on an H200 for ``wgmma`` bf16):
+
+1. each input is ``s * 2**e`` with ``1 <= |s| < 2``; subnormals keep a small ``s`` at the
+   format's minimum exponent; a zero has ``s = 0`` and exponent ``E_ZERO = -133``;
+2. products keep ``e = e_a + e_b`` and an exact, *not renormalized* significand in [1, 4);
+3. the accumulator ``c`` is decomposed as an fp32 value the same way;
+4. ``E`` = the largest exponent of the 17 terms (zeros included);
+5. every term is truncated to ``F = 25`` fraction bits relative to ``2**E`` (no guard or
+   sticky bits) and the integers are summed exactly;
+6. the sum is rounded toward zero to fp32 (subnormals produced); an exact zero sum is +0;
+7. NaN inputs and Inf - Inf give the canonical NaN ``0x7FFFFFFF``; otherwise an Inf input
+   propagates. A finite sum beyond fp32 range becomes Inf (taken from MMA-Sim; the hardware's
+   overflow behaviour has not been characterised).
+
+Implementation: a 16-bit x 16-bit product and a power-of-two scaling are exact in float64, so
+``trunc(product * 2**(F - E))`` computes step 5 exactly with vectorized float64 arithmetic; the
+integer sum (< 2**33) is exact as well.
+
+What is verified on hardware and what is taken from a reference (``numerics.md`` §2, §4):
+bf16 ``wgmma`` on sm_90a with normal, wide-exponent and tiny (fp32-subnormal, exact-zero)
+inputs is hardware-verified. ``tcgen05.mma`` (sm100, including ``.ws`` and A from TMEM) using
+the same arithmetic, fp16 inputs, Inf/NaN handling and overflow are taken from MMA-Sim and
+Khattak & Mikaitis, not measured here.
+
+>>> import numpy as np
+>>> a = np.ones((1, 16), np.float32); b = np.full((1, 16), 2.0**-26, np.float32)
+>>> c = np.ones((1, 1), np.float32)
+>>> float(tensor_core_mma(a, b, c)[0, 0])  # each 2**-26 product falls below the 25-bit window
+1.0
+>>> float(a[0].astype(np.float64) @ b[0].astype(np.float64) + 1.0)  # the exact sum, 1 + 2**-22
+1.000000238418579
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from attrs import frozen
+
+from simtc.errors import DtypeError, ShapeError, SimtcError
+from simtc.numerics.formats import decode_bits, encode_bits
+
+__all__ = ["ARCH_PARAMS", "E_ZERO", "FdpaParams", "fused_dot_add", "tensor_core_mma"]
+
+E_ZERO = -133
+"""Exponent of a zero term (fp32 output): confirmed on an H200 (``numerics.md`` §2)."""
+
+
+@frozen
+class FdpaParams:
+    """Parameters of one architecture's fused dot-product-add for 16-bit inputs."""
+
+    frac_bits: int
+    """F: fraction bits kept when terms are aligned to the largest exponent."""
+    e_zero: int
+    """Exponent given to a zero input (and a zero accumulator)."""
+    instr_k: int
+    """K of one instruction (terms fused in one step, plus the accumulator)."""
+    source: str
+
+
+ARCH_PARAMS: dict[str, FdpaParams] = {
+    "sm100": FdpaParams(25, E_ZERO, 16, "MMA-Sim TCGen05MMASim; Khattak & Mikaitis B200 model [impl][paper]"),
+    "sm90": FdpaParams(25, E_ZERO, 16, "MMA-Sim WGMMASim; H200 measurement (numerics.md §2) [impl][hw]"),
+}
+
+_MIN_EXP = {"bf16": -126, "fp16": -14, "fp32": -126}
+_CANONICAL_NAN = np.uint32(0x7FFFFFFF).view(np.float32)
+
+
+def _decompose_exponent(x: np.ndarray, fmt: str, e_zero: int) -> np.ndarray:
+    """Exponent e with x = s * 2**e, 1 <= |s| < 2 (subnormals: the minimum exponent; zero: e_zero)."""
+    _, e = np.frexp(x)
+    e = np.maximum(e.astype(np.int32) - 1, _MIN_EXP[fmt])
+    return np.where(x == 0, np.int32(e_zero), e)
+
+
+def _round_toward_zero_fp32(v: np.ndarray) -> np.ndarray:
+    """Round exact float64 values toward zero to fp32 (subnormals included; beyond range -> Inf)."""
+    bits = v.view(np.uint64) & ~np.uint64((1 << 29) - 1)  # keep 23 of 52 fraction bits
+    normal = bits.view(np.float64)
+    tiny = np.abs(v) < 2.0**-126
+    if tiny.any():
+        normal = np.where(tiny, np.trunc(v * 2.0**149) * 2.0**-149, normal)
+    with np.errstate(over="ignore"):
+        out = normal.astype(np.float32)
+    out[out == 0] = 0.0  # an exact or truncated-away zero is +0
+    return out
+
+
+def fused_dot_add(a: np.ndarray, b: np.ndarray, c: np.ndarray, *, fmt: str = "bf16",
+                  params: FdpaParams = ARCH_PARAMS["sm100"]) -> np.ndarray:
+    """One fused step: D[m, n] = sum_k a[m, k] * b[n, k] + c[m, n] with tensor-core arithmetic.
+
+    ``a`` (M x K) and ``b`` (N x K) hold values of ``fmt`` as float32 (or float64), ``c`` is
+    fp32 (M x N); all K terms are fused (call it once per instruction). Returns float32.
+    """
+    with np.errstate(invalid="ignore"):  # signalling-NaN payloads warn when widened
+        a64 = np.asarray(a, dtype=np.float64)
+        b64 = np.asarray(b, dtype=np.float64)
+        c64 = np.asarray(c, dtype=np.float32).astype(np.float64)
+    f = params.frac_bits
+    finite = bool(np.isfinite(a64).all() and np.isfinite(b64).all() and np.isfinite(c64).all())
+    if not finite:
+        a64, b64, c64, special = _special_values(a64, b64, c64)
+    # K-first layout: every step below is an elementwise pass over contiguous (M, N) slabs
+    at, bt = np.ascontiguousarray(a64.T), np.ascontiguousarray(b64.T)
+    ea = _decompose_exponent(at, fmt, params.e_zero)
+    eb = _decompose_exponent(bt, fmt, params.e_zero)
+    e_max = _decompose_exponent(c64, "fp32", params.e_zero)
+    for kk in range(at.shape[0]):  # step 4: E = max over the accumulator and every product exponent
+        np.maximum(e_max, ea[kk, :, None] + eb[kk, None, :], out=e_max)
+    scale = np.ldexp(1.0, f - e_max)
+    prod = at[:, :, None] * bt[:, None, :]  # exact: 8 (11) bit x 8 (11) bit significands
+    prod *= scale[None]  # exact power-of-two scaling
+    np.trunc(prod, out=prod)  # step 5: truncate each aligned term toward zero
+    total = prod.sum(axis=0) + np.trunc(c64 * scale)  # step 6: exact integer sum (< 2**33)
+    out = _round_toward_zero_fp32(np.ldexp(total, e_max - f))
+    if not finite:
+        out = np.where(np.isnan(special), _CANONICAL_NAN, np.where(np.isinf(special), special, out))
+        out = out.astype(np.float32)
+    return out
+
+
+def _special_values(a64, b64, c64):
+    """Outputs that are NaN/Inf by the float64 sum rule; inputs with non-finite values zeroed."""
+    with np.errstate(invalid="ignore", over="ignore"):
+        special = (a64[:, None, :] * b64[None, :, :]).sum(axis=-1) + c64
+    special = np.where(np.isfinite(special), 0.0, special)
+    clean = [np.where(np.isfinite(x), x, 0.0) for x in (a64, b64, c64)]
+    return clean[0], clean[1], clean[2], special
+
+
+def _check_representable(x: np.ndarray, dtype: str, name: str) -> None:
+    x32 = x.astype(np.float32)
+    back = decode_bits(encode_bits(x32, dtype), dtype)
+    ok = (back.view(np.uint32) == x32.view(np.uint32)) | np.isnan(x32)
+    if not ok.all():
+        i = tuple(int(v) for v in np.argwhere(~ok)[0])
+        raise DtypeError(
+            f"{name}{list(i)} = {float(x32[i])!r} is not exactly representable in {dtype}; round the operand "
+            f"first (simtc.numerics.encode_bits / decode_bits)", rule="MMA operands are values of the input type",
+            ref="PTX ISA 9.0 §9.7.16.2.1 Table 39",
+        )
+
+
+def tensor_core_mma(a, b, c=None, *, dtype: str = "bf16", instr_k: int = 16, arch: str = "sm100") -> np.ndarray:
+    """D = A @ B.T + C exactly as a chain of tensor-core instructions computes it.
+
+    Parameters
+    ----------
+    a:
+        float32 array (M, K) whose values are exactly representable in ``dtype``.
+    b:
+        float32 array (N, K), same rule (B is given N x K, i.e. K-major).
+    c:
+        float32 array (M, N), or None for zeros (the first instruction then adds +0).
+    dtype:
+        ``"bf16"`` or ``"fp16"``; anything else raises :class:`~simtc.errors.DtypeError`.
+    instr_k:
+        K consumed per instruction (16 on the hardware); K must be a multiple of it. Chunks are
+        processed in order, each one's result feeding the next as C.
+    arch:
+        ``"sm100"`` (tcgen05) or ``"sm90"`` (wgmma).
+
+    Returns float32 D of shape (M, N).
+    """
+    if dtype not in ("bf16", "fp16"):
+        raise DtypeError(f"tensor_core_mma takes dtype 'bf16' or 'fp16', not {dtype!r}",
+                         rule="kind::f16 inputs are f16 or bf16 with an f32 accumulator",
+                         ref="PTX ISA 9.0 §9.7.16.2.1 Table 39")
+    try:
+        params = ARCH_PARAMS[arch]
+    except KeyError:
+        raise SimtcError(f"unknown architecture {arch!r}; use sm100 (tcgen05) or sm90 (wgmma)",
+                         rule="modelled architectures") from None
+    a = np.asarray(a)
+    b = np.asarray(b)
+    if a.ndim != 2 or b.ndim != 2 or a.shape[1] != b.shape[1]:
+        raise ShapeError(f"A must be (M, K) and B (N, K) with the same K; got {a.shape} and {b.shape}",
+                         rule="D = A @ B.T")
+    m, k = a.shape
+    n = b.shape[0]
+    if not isinstance(instr_k, int) or instr_k <= 0 or k % instr_k:
+        raise ShapeError(f"K = {k} is not a whole number of instructions of K = {instr_k}",
+                         rule="K is consumed in whole instructions")
+    c = np.zeros((m, n), np.float32) if c is None else np.asarray(c)
+    if c.shape != (m, n):
+        raise ShapeError(f"C must be (M, N) = {(m, n)}, got {c.shape}", rule="D = A @ B.T + C")
+    for x, name in ((a, "a"), (b, "b")):
+        if x.dtype != np.float32:
+            raise DtypeError(f"{name} must be a float32 array, got {x.dtype}", rule="operands as float32")
+        _check_representable(x, dtype, name)
+    if c.dtype != np.float32:
+        raise DtypeError(f"c must be a float32 array, got {c.dtype}", rule="fp32 accumulator")
+    d = c
+    for k0 in range(0, k, instr_k):
+        d = fused_dot_add(a[:, k0:k0 + instr_k], b[:, k0:k0 + instr_k], d, fmt=dtype, params=params)
+    return d

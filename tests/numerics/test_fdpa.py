@@ -1,0 +1,161 @@
+"""Tensor-core numerics: the vectorized model equals a literal scalar reading of the recipe."""
+
+import math
+from fractions import Fraction
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from simtc.errors import DtypeError, ShapeError, SimtcError
+from simtc.numerics import decode_bits, encode_bits
+from simtc.numerics.cases import DISTRIBUTIONS, mma_operands
+from simtc.numerics.fdpa import E_ZERO, tensor_core_mma
+
+MIN_EXP = {"bf16": -126, "fp16": -14, "fp32": -126}
+
+
+def _decompose(x: float, fmt: str):
+    """(significand as Fraction, exponent) with 1 <= |s| < 2, subnormals at the minimum exponent."""
+    if x == 0:
+        return Fraction(0), E_ZERO
+    m, e = math.frexp(x)
+    s, e = Fraction(m) * 2, e - 1
+    if e < MIN_EXP[fmt]:
+        s, e = s * Fraction(2) ** (e - MIN_EXP[fmt]), MIN_EXP[fmt]
+    return s, e
+
+
+def scalar_fdpa(a, b, c: float, fmt: str, f: int = 25) -> float:
+    """numerics.md §1, one output element, with exact rationals; returns the fp32 value (as float)."""
+    if any(math.isnan(v) for v in (*a, *b, c)) or any(
+            math.isinf(x) and y == 0 or math.isinf(y) and x == 0 for x, y in zip(a, b, strict=True)):
+        return float("nan")
+    infs = [math.copysign(1, x) * math.copysign(1, y) for x, y in zip(a, b, strict=True)
+            if math.isinf(x) or math.isinf(y)]
+    if math.isinf(c):
+        infs.append(math.copysign(1, c))
+    if infs:
+        return float("nan") if len(set(infs)) > 1 else math.copysign(float("inf"), infs[0])
+    terms = [_decompose(c, "fp32")]
+    for x, y in zip(a, b, strict=True):
+        (sx, ex), (sy, ey) = _decompose(x, fmt), _decompose(y, fmt)
+        terms.append((sx * sy, ex + ey))
+    big_e = max(e for _, e in terms)
+    total = sum(math.trunc(s * Fraction(2) ** (f + e - big_e)) for s, e in terms)
+    if total == 0:
+        return 0.0
+    v = Fraction(total) * Fraction(2) ** (big_e - f)
+    sign = -1 if v < 0 else 1
+    v = abs(v)
+    e = max(math.floor(math.log2(v)) if v >= Fraction(2) ** -126 else -126, -126)
+    while Fraction(2) ** (e + 1) <= v:
+        e += 1
+    while e > -126 and Fraction(2) ** e > v:
+        e -= 1
+    q = math.trunc(v / Fraction(2) ** (e - 23))  # 23 fraction bits, toward zero
+    out = sign * float(q * Fraction(2) ** (e - 23)) if e < 128 else sign * float("inf")
+    return 0.0 if out == 0 else float(np.float32(out)) if abs(out) < 2.0**128 else sign * float("inf")
+
+
+def _bits(x):
+    return np.asarray(x, dtype=np.float32).view(np.uint32)
+
+
+@pytest.mark.parametrize("dist", DISTRIBUTIONS)
+@pytest.mark.parametrize("fmt", ["bf16", "fp16"])
+def test_vectorized_equals_scalar_reference(dist, fmt):
+    for seed in range(3):
+        a, b, c = mma_operands(dist, 4, 5, 16, dtype=fmt, seed=seed)
+        d = tensor_core_mma(a, b, c, dtype=fmt)
+        for i in range(4):
+            for j in range(5):
+                want = scalar_fdpa([float(x) for x in a[i]], [float(x) for x in b[j]], float(c[i, j]), fmt)
+                got = float(d[i, j])
+                if math.isnan(want):
+                    assert _bits(got) == 0x7FFFFFFF, (dist, seed, i, j)
+                else:
+                    assert _bits(got) == _bits(want), (dist, seed, i, j, got, want)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.integers(0, 0xFFFF), min_size=33, max_size=33), st.integers(0, 0xFFFFFFFF),
+       st.sampled_from(["bf16", "fp16"]))
+def test_raw_bit_patterns_match_scalar_reference(raw, cbits, fmt):
+    x = decode_bits(np.array(raw[:32], dtype=np.uint16), fmt)
+    a, b = x[:16].reshape(1, 16), x[16:].reshape(1, 16)
+    c = np.array([[cbits]], dtype=np.uint32).view(np.float32)
+    got = tensor_core_mma(a, b, c, dtype=fmt)[0, 0]
+    want = scalar_fdpa([float(v) for v in a[0]], [float(v) for v in b[0]], float(c[0, 0]), fmt)
+    if math.isnan(want):
+        assert _bits(got) == 0x7FFFFFFF
+    else:
+        assert _bits(got) == _bits(want)
+
+
+def test_documented_behaviours():
+    one = np.ones((1, 16), np.float32)
+    z = np.zeros((1, 16), np.float32)
+    # exact cancellation and -0 inputs give +0
+    assert _bits(tensor_core_mma(one, one, np.full((1, 1), -16.0, np.float32))[0, 0]) == 0
+    assert _bits(tensor_core_mma(-z, z, np.full((1, 1), -0.0, np.float32))[0, 0]) == 0
+    # the product significand is not renormalized: 1.5*1.5 = 2.25 keeps exponent 0
+    a = np.full((1, 16), 1.5, np.float32)
+    c = np.full((1, 1), 2.0**-24, np.float32)  # c's bits beyond 2**-25 relative to E=0 are truncated
+    assert float(tensor_core_mma(a, a, c)[0, 0]) == 36.0
+    # a subnormal fp32 result is produced (and truncated toward zero)
+    t = np.zeros((1, 16), np.float32)
+    t[0, 0] = 2.0**-70
+    d = tensor_core_mma(t, t, None)[0, 0]
+    assert d == np.float32(2.0**-140) and d != 0
+    # NaN is canonical, inf propagates, inf - inf is NaN
+    nan_in = one.copy()
+    nan_in[0, 3] = np.nan
+    assert _bits(tensor_core_mma(nan_in, one)[0, 0]) == 0x7FFFFFFF
+    inf_in = one.copy()
+    inf_in[0, 0] = np.inf
+    assert tensor_core_mma(inf_in, one)[0, 0] == np.inf
+    both = inf_in.copy()
+    both[0, 1] = -np.inf
+    assert _bits(tensor_core_mma(both, one)[0, 0]) == 0x7FFFFFFF
+
+
+def test_chaining_order_is_per_instruction():
+    a, b, c = mma_operands("wide", 8, 8, 64, seed=5)
+    d16 = tensor_core_mma(a, b, c, instr_k=16)
+    d = c
+    for k in range(0, 64, 16):
+        d = tensor_core_mma(a[:, k:k + 16], b[:, k:k + 16], d)
+    assert np.array_equal(d16.view(np.uint32), d.view(np.uint32))
+    d32 = tensor_core_mma(a, b, c, instr_k=32)  # a different blocking is a different result somewhere
+    assert not np.array_equal(d16.view(np.uint32), d32.view(np.uint32))
+
+
+def test_accuracy_against_float64():
+    a, b, c = mma_operands("normal", 64, 128, 64, seed=2)
+    d = tensor_core_mma(a, b, c).astype(np.float64)
+    exact = a.astype(np.float64) @ b.T.astype(np.float64) + c
+    assert np.max(np.abs(d - exact)) < 2e-5 * np.max(np.abs(exact))
+    plain = (a @ b.T + c).view(np.uint32)
+    agree = np.mean(plain == d.astype(np.float32).view(np.uint32))
+    assert 0.2 < agree < 0.95  # plain fp32 matmul is not the tensor core
+
+
+def test_errors():
+    a = np.ones((2, 16), np.float32)
+    with pytest.raises(DtypeError, match="'bf16' or 'fp16'"):
+        tensor_core_mma(a, a, dtype="e4m3")
+    with pytest.raises(DtypeError, match="not exactly representable in bf16"):
+        tensor_core_mma(a + np.float32(2.0**-12), a)
+    with pytest.raises(DtypeError, match="float32"):
+        tensor_core_mma(a.astype(np.float64), a)
+    with pytest.raises(ShapeError, match="whole number of instructions"):
+        tensor_core_mma(np.ones((2, 24), np.float32), np.ones((2, 24), np.float32))
+    with pytest.raises(ShapeError, match="same K"):
+        tensor_core_mma(a, np.ones((2, 32), np.float32))
+    with pytest.raises(ShapeError, match="C must be"):
+        tensor_core_mma(a, a, np.zeros((3, 2), np.float32))
+    with pytest.raises(SimtcError, match="unknown architecture"):
+        tensor_core_mma(a, a, arch="sm80")
+    assert encode_bits(np.float32(1.0), "bf16") == 0x3F80
