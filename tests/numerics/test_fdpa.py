@@ -30,7 +30,7 @@ def _decompose(x: float, fmt: str):
 def scalar_fdpa(a, b, c: float, fmt: str, f: int = 25) -> float:
     """numerics.md §1, one output element, with exact rationals; returns the fp32 value (as float)."""
     if any(math.isnan(v) for v in (*a, *b, c)) or any(
-            math.isinf(x) and y == 0 or math.isinf(y) and x == 0 for x, y in zip(a, b, strict=True)):
+            (math.isinf(x) and y == 0) or (math.isinf(y) and x == 0) for x, y in zip(a, b, strict=True)):
         return float("nan")
     infs = [math.copysign(1, x) * math.copysign(1, y) for x, y in zip(a, b, strict=True)
             if math.isinf(x) or math.isinf(y)]
