@@ -118,7 +118,8 @@ class InstrDescriptor:
                                   rule=f"kind::{self.kind} accumulator types", ref="PTX ISA 9.0 §9.7.16.2.1 Table 39")
         if self.kind in ("f16", "i8") and self.a_format != self.b_format:
             raise DescriptorError(f"kind::{self.kind} needs A and B of one type, got {self.a_format} and "
-                                  f"{self.b_format}", rule="A and B types match", ref="PTX ISA 9.0 §9.7.16.2.1 Table 39")
+                                  f"{self.b_format}", rule="A and B types match",
+                                  ref="PTX ISA 9.0 §9.7.16.2.1 Table 39")
         if "bf16" in (self.a_format, self.b_format) and self.d_format != "fp32":
             raise DescriptorError(f"bf16 inputs need an F32 accumulator (D format {self.d_format})",
                                   rule="bf16 requires an f32 D", ref="PTX ISA 9.0 §9.7.16.2.1 Table 39")
