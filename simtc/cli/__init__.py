@@ -15,7 +15,7 @@ import sys
 __all__ = ["build_parser", "main"]
 
 # Subcommand modules, in the order --help lists them.
-COMMAND_MODULES = ("smem", "tmem", "decode")
+COMMAND_MODULES = ("smem", "tmem", "decode", "crosscheck")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -17,9 +17,11 @@ from simtc.render.theme import SIMTC_THEME
 __all__ = ["make_console", "print_view", "to_svg", "to_text"]
 
 
-def make_console(width: int | None = None, *, record: bool = False, file=None, force_terminal=None) -> Console:
+def make_console(width: int | None = None, *, record: bool = False, file=None, force_terminal=None,
+                 stderr: bool = False) -> Console:
     """A console with simtc's theme."""
-    return Console(theme=SIMTC_THEME, width=width, record=record, file=file, force_terminal=force_terminal)
+    return Console(theme=SIMTC_THEME, width=width, record=record, file=file, force_terminal=force_terminal,
+                   stderr=stderr)
 
 
 def print_view(view, width: int | None = None) -> None:

@@ -1,0 +1,158 @@
+"""The cross-check cases: shared-memory images and ``wgmma`` programs built by simtc.
+
+Each case is a byte image (as :class:`~simtc.smem.SharedMemory` holds it), a
+:class:`~simtc.hw.wgmma.WgmmaProgram` whose descriptors come from simtc's layouts, and labels.
+The GPU executes the program; :func:`simtc.hw.wgmma.predict` gives simtc's answer.
+
+Image map (all atoms on 1024-byte boundaries): A (64 x 64) at 0, B (N x 64) at 16 KiB; the rest
+of the image up to 96 KiB is filled with random *poison* bytes, so that a wrong descriptor that
+reads outside A and B produces a visible, predictable result instead of zeros.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from attrs import evolve, frozen
+
+from simtc.hw.wgmma import WgmmaInstr, WgmmaProgram
+from simtc.numerics.cases import Stream, mma_operands
+from simtc.smem import CanonicalLayout, SharedMemory, SmemDescriptor, SwizzleMode
+
+__all__ = ["A_BASE", "B_BASE", "IMAGE_BYTES", "Case", "dual_gemm_case", "layout_cases", "special_value_cases",
+           "wrong_descriptor_cases"]
+
+A_BASE = 0
+B_BASE = 16 * 1024
+IMAGE_BYTES = 96 * 1024
+K_TOTAL = 64  # four chained k16 instructions
+SWIZZLES = ("INTERLEAVE", "SW32", "SW64", "SW128")
+CROSSCHECK_DISTRIBUTIONS = ("normal", "wide", "tiny", "zeros", "cancel")
+
+
+@frozen(eq=False)
+class Case:
+    """One GPU run: an image, a program, and what it means."""
+
+    check: str
+    label: str
+    image: np.ndarray
+    program: WgmmaProgram
+    meta: dict
+
+
+def _poisoned_memory(seed: int) -> SharedMemory:
+    sm = SharedMemory(arch="sm90", size=IMAGE_BYTES)
+    sm.data[:] = (Stream(seed ^ 0x5EED).uint64(IMAGE_BYTES) & np.uint64(0xFF)).astype(np.uint8)
+    # keep the poison finite and modest so wrong reads give comparable numbers: clear bf16 exponent MSBs
+    sm.data[1::2] &= 0x3F
+    return sm
+
+
+def _build(major: str, sw: str, n: int, dist: str, seed: int, dtype: str = "bf16"):
+    a, b, _ = mma_operands(dist, 64, n, K_TOTAL, dtype=dtype, seed=seed)
+    sm = _poisoned_memory(seed)
+    ta = CanonicalLayout(dtype, major, sw, 64, K_TOTAL)
+    tb = CanonicalLayout(dtype, major, sw, n, K_TOTAL)
+    sm.write_tile(ta, a, A_BASE)
+    sm.write_tile(tb, b, B_BASE)
+    instrs = tuple(
+        WgmmaInstr(ta.descriptor(arch="sm90", start=A_BASE, k_slice=k).encode(),
+                   tb.descriptor(arch="sm90", start=B_BASE, k_slice=k).encode(), scale_d=k > 0)
+        for k in range(K_TOTAL // 16))
+    return sm, ta, tb, WgmmaProgram(n=n, dtype=dtype, a_major=major, b_major=major, instrs=instrs)
+
+
+def layout_cases(seed: int = 0, *, ns=(64, 128, 256), distributions=CROSSCHECK_DISTRIBUTIONS,
+                 dtypes=("bf16", "fp16")) -> list[Case]:
+    """Every swizzle mode x K/MN-major x N x distribution: a 64 x N x 64 product (4 chained k16)."""
+    cases = []
+    i = 0
+    for dtype in dtypes:
+        for major in ("K", "MN"):
+            for sw in SWIZZLES:
+                for n in ns:
+                    for dist in distributions:
+                        sm, _, _, prog = _build(major, sw, n, dist, seed * 1000 + i, dtype)
+                        cases.append(Case("wgmma layouts", f"{dtype} {major}-major {sw} N={n} {dist}",
+                                          sm.data.copy(), prog,
+                                          {"major": major, "swizzle": sw, "n": n, "dist": dist, "dtype": dtype}))
+                        i += 1
+    return cases
+
+
+def special_value_cases(seed: int = 0) -> list[Case]:
+    """Raw bit patterns (NaN, Inf, subnormals) and near-overflow data: behaviour taken from MMA-Sim, measured here."""
+    cases = []
+    i = 0
+    for dtype in ("bf16", "fp16"):
+        for dist in ("raw", "overflow"):
+            for major, sw, n in [("K", "SW128", 64), ("MN", "SW128", 128), ("K", "SW32", 256)]:
+                sm, _, _, prog = _build(major, sw, n, dist, seed * 1000 + 500 + i, dtype)
+                cases.append(Case("special values", f"{dtype} {major}-major {sw} N={n} {dist}", sm.data.copy(), prog,
+                                  {"major": major, "swizzle": sw, "n": n, "dist": dist, "dtype": dtype}))
+                i += 1
+    return cases
+
+
+def wrong_descriptor_cases(seed: int = 0) -> list[Case]:
+    """Deliberately wrong descriptors: LBO/SBO swapped, a wrong swizzle code, start off by 16 B."""
+    cases = []
+    for major, sw, n in [("K", "SW128", 64), ("MN", "SW128", 128), ("K", "INTERLEAVE", 64), ("MN", "SW64", 64),
+                         ("K", "SW64", 128), ("MN", "INTERLEAVE", 64)]:
+        sm, _, _, good = _build(major, sw, n, "normal", seed + n)
+        mode = SwizzleMode[sw]
+        wrong_mode = {"INTERLEAVE": "SW32", "SW32": "SW64", "SW64": "SW128", "SW128": "SW64"}[sw]
+        edits = {
+            "LBO and SBO swapped": lambda d: evolve(d, lbo=d.sbo, sbo=d.lbo),
+            f"swizzle {sw} read as {wrong_mode}": lambda d, m=wrong_mode: evolve(d, layout_type=m),
+            "start address +16 B": lambda d: evolve(d, start=d.start + 16),
+        }
+        for what, edit in edits.items():
+            instrs = []
+            for ins in good.instrs:
+                da = edit(SmemDescriptor.from_u64(ins.a_desc, "sm90"))
+                db = edit(SmemDescriptor.from_u64(ins.b_desc, "sm90"))
+                instrs.append(WgmmaInstr(da.encode(), db.encode(), ins.scale_d))
+            cases.append(Case("wrong descriptors", f"{major}-major {mode.name} N={n}: {what}", sm.data.copy(),
+                              evolve(good, instrs=tuple(instrs)), {"edit": what, "major": major, "swizzle": sw}))
+    return cases
+
+
+def dual_gemm_case(seed: int = 0) -> tuple[list[Case], dict]:
+    """FlashMLA's QK split on Hopper: P_lo (even 64-dim chunks + RoPE 0-31) and P_hi (odd + RoPE 32-63).
+
+    Q (64 x 576) and K (64 tokens x 576) are stored as FlashMLA stores them: eight 64 x 64 SW128
+    K-major NoPE tiles and two 64 x 32 SW64 RoPE tiles each. The two accumulators that lanes 0-63
+    and 64-127 hold on Blackwell become two wgmma chains of 18 m64n64k16 instructions, in the
+    kernel's order (RoPE k=0, 1 first, then NoPE k=0..15; flashmla_head64.md §7.1, §8).
+    """
+    s = Stream(seed + 77)
+    q = mma_operands("normal", 64, 64, 576, seed=seed + 1)[0]
+    k = mma_operands("normal", 64, 64, 576, seed=seed + 2)[0]
+    del s
+    sm = SharedMemory(arch="sm90", size=160 * 1024)
+    nope = CanonicalLayout("bf16", "K", "SW128", 64, 64)
+    rope = CanonicalLayout("bf16", "K", "SW64", 64, 32)
+    q_base, qr_base, k_base, kr_base = 0, 65536, 73728, 139264
+    for t in range(8):
+        sm.write_tile(nope, q[:, 64 * t:64 * t + 64], q_base + 8192 * t)
+        sm.write_tile(nope, k[:, 64 * t:64 * t + 64], k_base + 8192 * t)
+    for h in range(2):
+        sm.write_tile(rope, q[:, 512 + 32 * h:544 + 32 * h], qr_base + 4096 * h)
+        sm.write_tile(rope, k[:, 512 + 32 * h:544 + 32 * h], kr_base + 4096 * h)
+    cases = []
+    for half in (0, 1):
+        instrs = []
+        for kk in range(2):  # RoPE first; the first instruction overwrites
+            a = SmemDescriptor(start=qr_base + 4096 * half + 32 * kk, lbo=16, sbo=512, layout_type="SW64", arch="sm90")
+            b = SmemDescriptor(start=kr_base + 4096 * half + 32 * kk, lbo=16, sbo=512, layout_type="SW64", arch="sm90")
+            instrs.append(WgmmaInstr(a.encode(), b.encode(), scale_d=kk > 0, group_end=False))
+        for kk in range(16):  # NoPE k: tile 2*(k//4) + half, +32 B per step inside the atom
+            off = 8192 * (2 * (kk // 4) + half) + 32 * (kk % 4)
+            a = SmemDescriptor(start=q_base + off, lbo=16, sbo=1024, layout_type="SW128", arch="sm90")
+            b = SmemDescriptor(start=k_base + off, lbo=16, sbo=1024, layout_type="SW128", arch="sm90")
+            instrs.append(WgmmaInstr(a.encode(), b.encode(), scale_d=True, group_end=kk == 15))
+        prog = WgmmaProgram(n=64, dtype="bf16", a_major="K", b_major="K", instrs=tuple(instrs))
+        cases.append(Case("dual GEMM (Hopper)", f"P_{'lo' if half == 0 else 'hi'}: 18 chained m64n64k16",
+                          sm.data.copy(), prog, {"half": half}))
+    return cases, {"q": q, "k": k}

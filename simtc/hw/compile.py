@@ -1,0 +1,156 @@
+"""Compiling CUDA C++ to cubin/PTX without a GPU (NVRTC through cuda-bindings, or nvcc), and SASS.
+
+Routes (``toolchain.md`` §2-4): ``cuda.bindings.nvrtc`` gives exact cubin bytes offline; when
+it is not installed, a local ``nvcc -cubin`` is used. ``SIMTC_COMPILER=nvcc`` (or ``nvrtc``)
+forces a route, e.g. to build with the toolkit that matches a machine's driver. Compiled modules
+are cached by the hash of (source, arch, options, compiler) under ``$SIMTC_CACHE`` (default ``~/.cache/simtc``).
+Disassembly uses ``nvdisasm`` (the ``nvidia-cuda-nvdisasm`` wheel, found with
+``cuda.pathfinder``, or one on PATH).
+"""
+
+from __future__ import annotations
+
+import collections
+import hashlib
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+from simtc.errors import HardwareUnavailable, SimtcError
+
+__all__ = ["CompileError", "compile_cuda", "disassemble", "sass_histogram"]
+
+
+class CompileError(SimtcError, RuntimeError):
+    """The CUDA compiler rejected a kernel; ``log`` holds its messages."""
+
+    def __init__(self, message: str, log: str):
+        super().__init__(message, rule="the kernel must compile for its target")
+        self.log = log
+
+
+def _cache_dir() -> Path:
+    d = Path(os.environ.get("SIMTC_CACHE", Path.home() / ".cache" / "simtc"))
+    d.mkdir(parents=True, exist_ok=True)
+    return d
+
+
+def _nvrtc_compile(source: str, name: str, options: list[str], output: str) -> bytes:
+    from cuda.bindings import nvrtc
+
+    def check(res):
+        err = res[0] if isinstance(res, tuple) else res
+        if err != nvrtc.nvrtcResult.NVRTC_SUCCESS:
+            raise SimtcError(f"NVRTC call failed: {err}", rule="NVRTC")
+        return res[1:] if isinstance(res, tuple) and len(res) > 1 else None
+
+    (prog,) = check(nvrtc.nvrtcCreateProgram(source.encode(), name.encode(), 0, [], []))
+    try:
+        opts = [o.encode() for o in options]
+        res = nvrtc.nvrtcCompileProgram(prog, len(opts), opts)
+        err = res[0] if isinstance(res, tuple) else res
+        (size,) = check(nvrtc.nvrtcGetProgramLogSize(prog))
+        log = b" " * size
+        check(nvrtc.nvrtcGetProgramLog(prog, log))
+        log_text = log.decode(errors="replace").rstrip("\x00 \n")
+        if err != nvrtc.nvrtcResult.NVRTC_SUCCESS:
+            raise CompileError(f"NVRTC could not compile {name} ({err.name}):\n{log_text}", log_text)
+        if output == "cubin":
+            (size,) = check(nvrtc.nvrtcGetCUBINSize(prog))
+            buf = b" " * size
+            check(nvrtc.nvrtcGetCUBIN(prog, buf))
+        else:
+            (size,) = check(nvrtc.nvrtcGetPTXSize(prog))
+            buf = b" " * size
+            check(nvrtc.nvrtcGetPTX(prog, buf))
+            buf = buf.rstrip(b"\x00")
+        return bytes(buf)
+    finally:
+        nvrtc.nvrtcDestroyProgram(prog)
+
+
+def _nvcc_compile(source: str, name: str, arch: str, options: list[str], output: str) -> bytes:
+    nvcc = shutil.which("nvcc")
+    if nvcc is None:
+        raise HardwareUnavailable("no CUDA compiler: install cuda-bindings and nvidia-cuda-nvrtc (the dev extra) "
+                                  "or put nvcc on PATH", rule="a CUDA compiler is needed to build kernels")
+    with tempfile.TemporaryDirectory() as tmp:
+        src = Path(tmp) / name
+        src.write_text(source)
+        out = Path(tmp) / ("k.cubin" if output == "cubin" else "k.ptx")
+        code = arch.replace("sm_", "")
+        cmd = [nvcc, f"-gencode=arch=compute_{code},code={arch}", f"-{output}", "-o", str(out), str(src),
+               *[o for o in options if not o.startswith("-arch")]]
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+        if proc.returncode:
+            raise CompileError(f"nvcc could not compile {name}:\n{proc.stderr}", proc.stderr)
+        return out.read_bytes()
+
+
+def compile_cuda(source: str, *, arch: str = "sm_90a", name: str = "kernel.cu", output: str = "cubin",
+                 options: tuple[str, ...] = ()) -> bytes:
+    """Compile header-free CUDA C++ ``source`` for ``arch`` (e.g. ``sm_90a``, ``sm_100a``); cached."""
+    if output not in ("cubin", "ptx"):
+        raise SimtcError(f"output must be cubin or ptx, got {output!r}", rule="compile outputs")
+    opts = [f"-arch={arch}", "-std=c++17", *options]
+    route = os.environ.get("SIMTC_COMPILER", "auto")
+    if route not in ("auto", "nvrtc", "nvcc"):
+        raise SimtcError(f"SIMTC_COMPILER={route!r}: use nvrtc, nvcc or auto", rule="compiler routes")
+    if route == "auto":
+        try:
+            import cuda.bindings.nvrtc  # noqa: F401
+
+            route = "nvrtc"
+        except ImportError:
+            route = "nvcc"
+    key = hashlib.sha256("\x00".join([route, arch, output, *opts, source]).encode()).hexdigest()[:24]
+    path = _cache_dir() / f"{key}.{output}"
+    if path.exists():
+        return path.read_bytes()
+    if route == "nvrtc":
+        data = _nvrtc_compile(source, name, opts, output)
+    else:
+        data = _nvcc_compile(source, name, arch, list(options), output)
+    tmp = path.with_suffix(f".{os.getpid()}.tmp")
+    tmp.write_bytes(data)
+    tmp.replace(path)
+    return data
+
+
+def _nvdisasm() -> str:
+    try:
+        import cuda.pathfinder as pf
+
+        found = pf.find_nvidia_binary_utility("nvdisasm")
+        if found:
+            return str(found)
+    except ImportError:
+        pass
+    found = shutil.which("nvdisasm")
+    if found:
+        return found
+    raise HardwareUnavailable("nvdisasm not found: install nvidia-cuda-nvdisasm (the dev extra)",
+                              rule="SASS checks need nvdisasm")
+
+
+def disassemble(cubin: bytes) -> str:
+    """SASS text of a cubin (``nvdisasm -c``)."""
+    with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
+        f.write(cubin)
+        f.flush()
+        proc = subprocess.run([_nvdisasm(), "-c", f.name], capture_output=True, text=True)
+    if proc.returncode:
+        raise SimtcError(f"nvdisasm failed: {proc.stderr.strip()}", rule="SASS disassembly")
+    return proc.stdout
+
+
+_OPCODE = re.compile(r"^\s*/\*[0-9a-f]+\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Za-z0-9_.]*)", re.MULTILINE)
+
+
+def sass_histogram(sass: str, *, full: bool = False) -> collections.Counter:
+    """Count opcodes in SASS text: the mnemonic before its first '.' (or the full dotted one)."""
+    names = _OPCODE.findall(sass)
+    return collections.Counter(n if full else n.split(".")[0] for n in names)
