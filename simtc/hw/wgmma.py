@@ -110,8 +110,7 @@ def run(image: np.ndarray, program: WgmmaProgram) -> tuple[np.ndarray, np.ndarra
     d_out = cupy.zeros(128 * program.n // 2, dtype=cupy.float32)
     d_stamps = cupy.zeros(groups, dtype=cupy.uint64)
     smem_bytes = size + 1024
-    cupy.cuda.driver.funcSetAttribute(fn.ptr, cupy.cuda.driver.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                                      smem_bytes)
+    fn.max_dynamic_shared_size_bytes = smem_bytes  # above the 48 KiB default needs an explicit opt-in
     fn((1,), (128,), (d_image, np.uint32(size // 16), d_prog, np.uint32(len(program.instrs)), d_out, d_stamps),
        shared_mem=smem_bytes)
     cupy.cuda.runtime.deviceSynchronize()
