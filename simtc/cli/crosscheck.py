@@ -16,6 +16,7 @@ def register(sub) -> None:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--json", action="store_true", help="print machine-readable JSON")
     p.add_argument("--save", metavar="FILE.npz", help="save every raw GPU output (for offline comparison)")
+    p.add_argument("--replay", metavar="FILE.npz", help="compare GPU outputs saved earlier with simtc (no GPU needed)")
     p.set_defaults(handler=run)
 
 
@@ -28,8 +29,13 @@ def run(args) -> int:
     console = make_console(stderr=True) if args.json else make_console()
     with Progress(console=console, transient=True, disable=args.json) as bar:
         task = bar.add_task("cross-checking", total=None)
-        results, note = run_checks(args.arch, args.seed, progress=lambda n: bar.advance(task, n),
-                                   on_total=lambda n: bar.update(task, total=n))
+        if args.replay:
+            from simtc.hw.crosscheck import replay
+
+            results, note = replay(args.replay, progress=lambda n: bar.advance(task, n))
+        else:
+            results, note = run_checks(args.arch, args.seed, progress=lambda n: bar.advance(task, n),
+                                       on_total=lambda n: bar.update(task, total=n))
     failed = any(r.status == "FAIL" for r in results)
     if args.save:
         from simtc.hw.crosscheck import save_outputs

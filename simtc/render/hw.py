@@ -20,7 +20,8 @@ class CrosscheckTable(JupyterMixin):
     def __rich_console__(self, console, options):
         t = Table(header_style=style("simtc.header"), title="simtc crosscheck", title_style=style("simtc.title"))
         for col in ("check", "status", "cases", "bit-exact", "outputs exact", "max |diff|", "cycles/group"):
-            t.add_column(col, justify="left" if col in ("check", "status") else "right")
+            t.add_column(col, justify="left" if col in ("check", "status") else "right", no_wrap=col != "check",
+                         min_width=24 if col == "check" else None)
         for r in self.results:
             st = {"pass": "simtc.bank.ok", "FAIL": "simtc.bank.conflict"}.get(r.status, "simtc.dim")
             t.add_row(r.check, Text(r.status, style=style(st)), str(r.cases) if r.cases else "",
