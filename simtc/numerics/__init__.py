@@ -1,9 +1,13 @@
-"""Bit-level number formats used by tensor-core operands.
+"""Bit-level number formats and tensor-core arithmetic.
 
-Only the conversions are here for now (float32 <-> bf16, fp16, tf32, e4m3 bit patterns);
-every conversion is vectorized numpy and bit-exact.
+* :mod:`simtc.numerics.formats` — bf16, fp16, e4m3, tf32, fp32 bit patterns (vectorized, exact);
+* :mod:`simtc.numerics.fdpa` — the fused dot-product-add of Hopper/Blackwell tensor cores,
+  :func:`tensor_core_mma`;
+* :mod:`simtc.numerics.cases` — reproducible operand distributions for tests and cross-checks.
 """
 
+from simtc.numerics.fdpa import ARCH_PARAMS, E_ZERO, fused_dot_add, tensor_core_mma
 from simtc.numerics.formats import DTYPES, DtypeInfo, decode_bits, dtype_info, encode_bits
 
-__all__ = ["DTYPES", "DtypeInfo", "decode_bits", "dtype_info", "encode_bits"]
+__all__ = ["ARCH_PARAMS", "DTYPES", "E_ZERO", "DtypeInfo", "decode_bits", "dtype_info", "encode_bits",
+           "fused_dot_add", "tensor_core_mma"]
