@@ -114,8 +114,10 @@ def bank_conflicts(addresses, width: int = 4) -> BankReport:
             continue
         words = np.unique((aa[:, None] // BANK_BYTES + np.arange(words_per_thread)).ravel())
         banks = words % NUM_BANKS
-        per_bank = tuple(tuple(int(w) * BANK_BYTES for w in words[banks == b]) for b in range(NUM_BANKS))
-        phase_wf.append(max(len(x) for x in per_bank))
-        phase_words.append(per_bank)
+        counts = np.bincount(banks, minlength=NUM_BANKS)
+        order = np.argsort(banks, kind="stable")
+        groups = np.split(words[order] * BANK_BYTES, np.cumsum(counts)[:-1])
+        phase_wf.append(int(counts.max()))
+        phase_words.append(tuple(tuple(g.tolist()) for g in groups))
     return BankReport(width=width, addresses=tuple(int(x) if x >= 0 else None for x in addr),
                       phase_threads=per_phase, phase_wavefronts=tuple(phase_wf), bank_words=tuple(phase_words))
