@@ -11,9 +11,9 @@ from rich.theme import Theme
 
 __all__ = ["PHASE_COLORS", "SIMTC_THEME", "phase_style", "style"]
 
-# Eight distinguishable background colours for swizzle phases / regions (colour-blind-safe-ish
-# Okabe-Ito palette plus grey).
-PHASE_COLORS = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#999999")
+# Eight distinguishable light background colours for swizzle phases / regions (pastel tints of the
+# colour-blind-safe Okabe-Ito palette plus grey), all readable with black text.
+PHASE_COLORS = ("#9FC9EB", "#F5C97A", "#86D2B8", "#E6B3D0", "#C3E3F7", "#F2A779", "#F7F19E", "#D0D0D0")
 
 _styles = {f"simtc.phase.{i}": f"black on {c}" for i, c in enumerate(PHASE_COLORS)}
 _styles.update({
