@@ -135,8 +135,13 @@ def build_checks() -> list[CheckResult]:
     return results
 
 
-# Later layers (the sm_100a tcgen05 kernel) register more build checks here.
-_EXTRA_BUILD_CHECKS: list[Callable[[], list[CheckResult]]] = []
+def _tcgen05_build_checks() -> list[CheckResult]:
+    from simtc.hw.tcgen05 import build_checks as tc_build
+
+    return tc_build()
+
+
+_EXTRA_BUILD_CHECKS: list[Callable[[], list[CheckResult]]] = [_tcgen05_build_checks]
 _EXTRA_GPU_CHECKS: dict[str, list[Callable]] = {"sm_90a": [], "sm_100a": []}
 
 
