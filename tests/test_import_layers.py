@@ -6,7 +6,7 @@ import sys
 import pytest
 
 
-@pytest.mark.parametrize("module", ["simtc", "simtc.smem", "simtc.numerics", "simtc.errors"])
+@pytest.mark.parametrize("module", ["simtc", "simtc.smem", "simtc.numerics", "simtc.errors", "simtc.tmem", "simtc.mma"])
 def test_model_imports_stay_light(module):
     code = (f"import sys, {module}\n"
             "bad = [m for m in ('rich', 'simtc.render', 'simtc.cli', 'cupy', 'IPython') if m in sys.modules]\n"

@@ -124,8 +124,9 @@ class LdStOp:
 
     >>> LdStOp("32x32b", 32).ptx("ld")
     'tcgen05.ld.sync.aligned.32x32b.x32.b32'
-    >>> LdStOp("16x32bx2", 2, pack=True).ptx("st")
-    'tcgen05.st.sync.aligned.16x32bx2.x2.unpack::16b.b32 [taddr], 4, {r...}'
+    >>> op = LdStOp("16x32bx2", 2, pack=True)
+    >>> op.ptx("st"), op.imm
+    ('tcgen05.st.sync.aligned.16x32bx2.x2.unpack::16b.b32', 4)
     """
 
     shape: LdStShape = field(converter=ld_st_shape)
@@ -174,14 +175,11 @@ class LdStOp:
         return self.half_span
 
     def ptx(self, kind: str = "ld") -> str:
-        """The PTX spelling (``kind`` = ``"ld"`` or ``"st"``)."""
+        """The PTX instruction name (``kind`` = ``"ld"`` or ``"st"``); ``16x32bx2`` also takes :attr:`imm`."""
         if kind not in ("ld", "st"):
             raise TmemShapeError(f"kind must be 'ld' or 'st', got {kind!r}", rule="tcgen05.ld / tcgen05.st")
         q = (".pack::16b" if kind == "ld" else ".unpack::16b") if self.pack else ""
-        s = f"tcgen05.{kind}.sync.aligned.{self.shape.name}.x{self.num}{q}.b32"
-        if self.shape.name == "16x32bx2":
-            s += f" {{r...}}, [taddr], {self.imm}" if kind == "ld" else f" [taddr], {self.imm}, {{r...}}"
-        return s
+        return f"tcgen05.{kind}.sync.aligned.{self.shape.name}.x{self.num}{q}.b32"
 
     @property
     def cutlass(self) -> str:
