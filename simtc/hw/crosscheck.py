@@ -142,7 +142,13 @@ def _tcgen05_build_checks() -> list[CheckResult]:
 
 
 _EXTRA_BUILD_CHECKS: list[Callable[[], list[CheckResult]]] = [_tcgen05_build_checks]
-_EXTRA_GPU_CHECKS: dict[str, list[Callable]] = {"sm_90a": [], "sm_100a": []}
+def _tcgen05_gpu_check(seed, progress) -> list[CheckResult]:
+    from simtc.hw.tcgen05 import gpu_check
+
+    return gpu_check(seed, progress)
+
+
+_EXTRA_GPU_CHECKS: dict[str, list[Callable]] = {"sm_90a": [], "sm_100a": [_tcgen05_gpu_check]}
 
 
 def gpu_checks(seed: int, progress) -> list[CheckResult]:
@@ -180,11 +186,17 @@ def gpu_checks(seed: int, progress) -> list[CheckResult]:
                               [np.arange(128 * t + 64 * half, 128 * t + 64 * half + 64) for t in range(4)])
         want = tensor_core_mma(q[:, dims], k[:, dims], arch="sm90")
         ref_ok &= bool(np.array_equal(want.view(np.uint32), got.view(np.uint32)))
+    from simtc.kernels.flashmla import read_p, replay_qk
+
+    e_lo, e_hi = read_p(replay_qk(q, k)[0])  # simtc's Blackwell replay: Layout E, TS .ws, same order
+    layout_e = bool(np.array_equal(e_lo.view(np.uint32), p_lo.view(np.uint32))
+                    and np.array_equal(e_hi.view(np.uint32), p_hi.view(np.uint32)))
+    ref_ok &= layout_e
     p = p_lo.astype(np.float32) + p_hi.astype(np.float32)
     err = float(np.abs(p.astype(np.float64) - q.astype(np.float64) @ k.T.astype(np.float64)).max())
     results.append(CheckResult(res.check, "pass" if res.status == "pass" and ref_ok else "FAIL", res.cases,
                                res.bit_exact, res.elements, res.elements_exact, res.max_abs_diff, res.cycles,
-                               detail=f"P_lo/P_hi = tensor_core_mma of their chunks: {ref_ok}; "
+                               detail=f"P_lo/P_hi = simtc's tcgen05 Layout-E replay: {layout_e}; "
                                       f"|P_lo + P_hi - QK^T| <= {err:.2e}", first_mismatch=res.first_mismatch))
     for extra in _EXTRA_GPU_CHECKS["sm_90a"]:
         results.extend(extra(seed, progress))

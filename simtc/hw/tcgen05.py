@@ -64,3 +64,74 @@ def build_checks():
         out.append(CheckResult("sm_90a rejects tcgen05", "pass" if ok else "FAIL", 1, int(ok),
                                detail=e.log.splitlines()[0].split("error   : ")[-1] if e.log else str(e)))
     return out
+
+
+IMAGE_BYTES = 147456
+"""The QK step's shared memory: q, q_sw64 and dequant[1] (nope + rope) end at 147,456 B."""
+
+
+def dual_qk_inputs(q: np.ndarray, k: np.ndarray) -> tuple[np.ndarray, bytes]:
+    """(image, parameter block) for the kernel, from the same records the simulator executes."""
+    from simtc.kernels.flashmla import P_COLUMN, QK_IDESC, load_qk, q_copies, qk_mmas
+
+    sm = load_qk(q, k, buf=1)
+    cps, mmas = q_copies(), qk_mmas(1)
+    params = pack_params(cp_desc=[c.desc.encode() for c in cps], cp_col=[c.taddr for c in cps],
+                         b_desc=[m.b_desc.encode() for m in mmas], a_col=[m.a for m in mmas],
+                         enable_d=[int(m.enable_input_d) for m in mmas], d_col=P_COLUMN,
+                         idesc=QK_IDESC.encode(), image_bytes=IMAGE_BYTES)
+    return sm.data[:IMAGE_BYTES].copy(), params
+
+
+def predict_dual_qk(q: np.ndarray, k: np.ndarray) -> np.ndarray:
+    """simtc's TMEM cells (128 lanes x columns 256..463, uint32) after the QK step."""
+    from simtc.kernels.flashmla import replay_qk
+
+    tm, _ = replay_qk(q, k, buf=1)
+    return tm.cells[:, 256:464].copy()
+
+
+def run_dual_qk(q: np.ndarray, k: np.ndarray) -> np.ndarray:
+    """Run the kernel on an sm_100 GPU; returns the dumped cells (128 x 208 uint32)."""
+    import cupy
+
+    from simtc.hw.compile import compile_cuda
+    from simtc.hw.device import require
+
+    require("sm_100a")
+    image, params = dual_qk_inputs(q, k)
+    cubin = compile_cuda(kernel_source(), arch="sm_100a", name="tcgen05_dual_qk.cu")
+    import tempfile
+
+    with tempfile.NamedTemporaryFile(suffix=".cubin", delete=False) as f:
+        f.write(cubin)
+    fn = cupy.RawModule(path=f.name).get_function("simtc_tcgen05_dual_qk")
+    smem = IMAGE_BYTES + 16 + 1024
+    fn.max_dynamic_shared_size_bytes = smem
+    d_img = cupy.asarray(image.view(np.uint32))
+    d_prm = cupy.asarray(np.frombuffer(params, dtype=np.uint8))
+    d_out = cupy.zeros(128 * 208, dtype=cupy.uint32)
+    fn((1,), (128,), (d_img, d_prm, d_out), shared_mem=smem)
+    cupy.cuda.runtime.deviceSynchronize()
+    return d_out.get().reshape(128, 208)
+
+
+def gpu_check(seed: int, progress):
+    """sm_100a: every dumped TMEM cell (Q region and P) equals simtc's TensorMemory."""
+    from simtc.hw.crosscheck import CheckResult
+    from simtc.numerics.cases import mma_operands
+
+    q = mma_operands("normal", 64, 64, 576, seed=seed + 1)[0]
+    k = mma_operands("normal", 64, 64, 576, seed=seed + 2)[0]
+    got = run_dual_qk(q, k)
+    want = predict_dual_qk(q, k)
+    same = got == want
+    first = None
+    if not same.all():
+        lane, c = (int(v) for v in np.argwhere(~same)[0])
+        first = (f"TMEM lane {lane}, column {256 + c}: GPU 0x{int(got[lane, c]):08x} vs simtc "
+                 f"0x{int(want[lane, c]):08x}")
+    progress(1)
+    return [CheckResult("tcgen05 dual-GEMM QK step (TMEM cells)", "pass" if same.all() else "FAIL", 1,
+                        int(same.all()), same.size, int(same.sum()), first_mismatch=first,
+                        detail="18 cp + 18 mma.ws TS M=64 N=128; Q region and P compared cell for cell")]

@@ -32,3 +32,23 @@ def test_cli_replay(capsys):
 
     out = json.loads(capsys.readouterr().out)
     assert out["ok"] and sum(r["cases"] for r in out["results"]) == 272
+
+
+def test_h200_dual_gemm_equals_the_tcgen05_layout_e_replay():
+    """The H200's two wgmma chains give, bit for bit, what simtc's Blackwell replay puts in TMEM lanes 0-63/64-127."""
+    import json
+
+    import numpy as np
+
+    from simtc.hw.cases import dual_gemm_case
+    from simtc.kernels.flashmla import read_p, replay_qk
+    from simtc.mma.wgmma import fragment_to_matrix
+
+    z = np.load(DATA)
+    labels = json.loads(bytes(z["meta"]).decode())["labels"]
+    _, ops = dual_gemm_case(0)
+    p_lo, p_hi = read_p(replay_qk(ops["q"], ops["k"])[0])
+    for name, want in (("P_lo", p_lo), ("P_hi", p_hi)):
+        i = next(j for j, lab in enumerate(labels) if lab.startswith(f"dual GEMM (Hopper) | {name}"))
+        got = fragment_to_matrix(z[f"out{i}"])
+        assert np.array_equal(got.view(np.uint32), want.view(np.uint32)), name

@@ -38,3 +38,21 @@ def test_param_block_matches_the_c_struct():
                       image_bytes=147456)
     p = np.frombuffer(raw, dtype=PARAM_DTYPE)[0]
     assert p["idesc"] == 0x04200490 and p["image_chunks"] == 9216 and p["bar_offset"] == 147456
+
+
+def test_kernel_inputs_come_from_the_simulator_records():
+    from simtc.hw.tcgen05 import IMAGE_BYTES, dual_qk_inputs, predict_dual_qk
+    from simtc.kernels.flashmla import q_copies, qk_mmas
+    from simtc.numerics.cases import mma_operands
+
+    q = mma_operands("normal", 64, 64, 576, seed=1)[0]
+    k = mma_operands("normal", 64, 64, 576, seed=2)[0]
+    image, params = dual_qk_inputs(q, k)
+    p = np.frombuffer(params, dtype=PARAM_DTYPE)[0]
+    assert image.size == IMAGE_BYTES
+    assert [int(x) for x in p["cp_desc"]] == [c.desc.encode() for c in q_copies()]
+    assert [int(x) for x in p["b_desc"]] == [m.b_desc.encode() for m in qk_mmas(1)]
+    assert list(p["a_col"]) == [m.a for m in qk_mmas(1)]
+    assert int(p["idesc"]) == 0x04200490 and list(p["enable_d"]).count(0) == 1
+    cells = predict_dual_qk(q, k)
+    assert cells.shape == (128, 208) and cells.dtype == np.uint32
