@@ -5,9 +5,10 @@ computes every output element as a single fused sum (``numerics.md`` §1; MMA-Si
 Khattak & Mikaitis; verified bit-exactly on an H200 for ``wgmma`` bf16):
 
 1. each input is ``s * 2**e`` with ``1 <= |s| < 2``; subnormals keep a small ``s`` at the
-   format's minimum exponent; a zero has ``s = 0`` and exponent ``E_ZERO = -133``;
-2. products keep ``e = e_a + e_b`` and an exact, *not renormalized* significand in [1, 4);
-3. the accumulator ``c`` is decomposed as an fp32 value the same way;
+   format's minimum exponent;
+2. products keep ``e = e_a + e_b`` and an exact, *not renormalized* significand in [1, 4); a
+   zero product (either factor zero) has ``s = 0`` and exponent ``E_ZERO = -133``;
+3. the accumulator ``c`` is decomposed as an fp32 value the same way (zero: ``E_ZERO``);
 4. ``E`` = the largest exponent of the 17 terms (zeros included);
 5. every term is truncated to ``F = 25`` fraction bits relative to ``2**E`` (no guard or
    sticky bits) and the integers are summed exactly;
@@ -15,6 +16,10 @@ Khattak & Mikaitis; verified bit-exactly on an H200 for ``wgmma`` bf16):
 7. NaN inputs and Inf - Inf give the canonical NaN ``0x7FFFFFFF``; otherwise an Inf input
    propagates. A finite sum beyond fp32 range becomes Inf (taken from MMA-Sim; the hardware's
    overflow behaviour has not been characterised).
+
+The zero exponent belongs to the zero *product* (MMA-Sim 2.1.1 sets ``e = e_zero`` wherever
+``s_a * s_b == 0``), not to each zero input; the H200 data cannot tell the two readings apart
+(it would take a zero times a large factor next to tiny terms), so simtc follows the reference.
 
 Implementation: a 16-bit x 16-bit product and a power-of-two scaling are exact in float64, so
 ``trunc(product * 2**(F - E))`` computes step 5 exactly with vectorized float64 arithmetic; the
@@ -46,7 +51,8 @@ from simtc.numerics.formats import decode_bits, encode_bits
 __all__ = ["ARCH_PARAMS", "E_ZERO", "FdpaParams", "fused_dot_add", "tensor_core_mma"]
 
 E_ZERO = -133
-"""Exponent of a zero term (fp32 output): confirmed on an H200 (``numerics.md`` §2)."""
+"""Exponent of a zero product or zero accumulator (fp32 output): MMA-Sim; the H200 confirms -133 for
+the cases it can see (``numerics.md`` §2)."""
 
 
 @frozen
@@ -69,6 +75,10 @@ ARCH_PARAMS: dict[str, FdpaParams] = {
 
 _MIN_EXP = {"bf16": -126, "fp16": -14, "fp32": -126}
 _CANONICAL_NAN = np.uint32(0x7FFFFFFF).view(np.float32)
+
+
+_NO_EXP = -(1 << 20)
+"""Exponent given to a zero *input*: any product with it stays far below every real exponent."""
 
 
 def _decompose_exponent(x: np.ndarray, fmt: str, e_zero: int) -> np.ndarray:
@@ -108,11 +118,14 @@ def fused_dot_add(a: np.ndarray, b: np.ndarray, c: np.ndarray, *, fmt: str = "bf
         a64, b64, c64, special = _special_values(a64, b64, c64)
     # K-first layout: every step below is an elementwise pass over contiguous (M, N) slabs
     at, bt = np.ascontiguousarray(a64.T), np.ascontiguousarray(b64.T)
-    ea = _decompose_exponent(at, fmt, params.e_zero)
-    eb = _decompose_exponent(bt, fmt, params.e_zero)
+    ea = _decompose_exponent(at, fmt, _NO_EXP)
+    eb = _decompose_exponent(bt, fmt, _NO_EXP)
     e_max = _decompose_exponent(c64, "fp32", params.e_zero)
     for kk in range(at.shape[0]):  # step 4: E = max over the accumulator and every product exponent
         np.maximum(e_max, ea[kk, :, None] + eb[kk, None, :], out=e_max)
+    # a zero product has exponent e_zero: any_k(a == 0 or b == 0) = any_k(a == 0) or any_k(b == 0)
+    zero_prod = (at == 0).any(axis=0)[:, None] | (bt == 0).any(axis=0)[None, :]
+    e_max = np.where(zero_prod, np.maximum(e_max, params.e_zero), e_max)
     scale = np.ldexp(1.0, f - e_max)
     prod = at[:, :, None] * bt[:, None, :]  # exact: 8 (11) bit x 8 (11) bit significands
     prod *= scale[None]  # exact power-of-two scaling

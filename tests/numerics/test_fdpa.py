@@ -19,7 +19,7 @@ MIN_EXP = {"bf16": -126, "fp16": -14, "fp32": -126}
 def _decompose(x: float, fmt: str):
     """(significand as Fraction, exponent) with 1 <= |s| < 2, subnormals at the minimum exponent."""
     if x == 0:
-        return Fraction(0), E_ZERO
+        return Fraction(0), E_ZERO  # only used as is for c; a zero product gets E_ZERO below
     m, e = math.frexp(x)
     s, e = Fraction(m) * 2, e - 1
     if e < MIN_EXP[fmt]:
@@ -41,7 +41,7 @@ def scalar_fdpa(a, b, c: float, fmt: str, f: int = 25) -> float:
     terms = [_decompose(c, "fp32")]
     for x, y in zip(a, b, strict=True):
         (sx, ex), (sy, ey) = _decompose(x, fmt), _decompose(y, fmt)
-        terms.append((sx * sy, ex + ey))
+        terms.append((Fraction(0), E_ZERO) if x == 0 or y == 0 else (sx * sy, ex + ey))
     big_e = max(e for _, e in terms)
     total = sum(math.trunc(s * Fraction(2) ** (f + e - big_e)) for s, e in terms)
     if total == 0:
@@ -92,6 +92,15 @@ def test_raw_bit_patterns_match_scalar_reference(raw, cbits, fmt):
         assert _bits(got) == 0x7FFFFFFF
     else:
         assert _bits(got) == _bits(want)
+
+
+def test_a_zero_product_has_the_zero_exponent():
+    # MMA-Sim 2.1.1: e = e_zero where s_a * s_b == 0. A zero row times B = 2**127 must not lift the
+    # alignment to 2**-6 and wipe out c = -2**-149 (found against MMA-Sim's edge cases).
+    a = np.zeros((1, 16), np.float32)
+    b = np.full((1, 16), 2.0**127, np.float32)
+    c = np.array([[0x80000001]], np.uint32).view(np.float32)
+    assert tensor_core_mma(a, b, c)[0, 0].view(np.uint32) == 0x80000001
 
 
 def test_documented_behaviours():
