@@ -77,15 +77,26 @@ _MIN_EXP = {"bf16": -126, "fp16": -14, "fp32": -126}
 _CANONICAL_NAN = np.uint32(0x7FFFFFFF).view(np.float32)
 
 
-_NO_EXP = -(1 << 20)
+_NO_EXP = -16000
 """Exponent given to a zero *input*: any product with it stays far below every real exponent."""
 
 
 def _decompose_exponent(x: np.ndarray, fmt: str, e_zero: int) -> np.ndarray:
-    """Exponent e with x = s * 2**e, 1 <= |s| < 2 (subnormals: the minimum exponent; zero: e_zero)."""
+    """Exponent e (int16) with x = s * 2**e, 1 <= |s| < 2 (subnormals: the minimum exponent; zero: e_zero)."""
     _, e = np.frexp(x)
-    e = np.maximum(e.astype(np.int32) - 1, _MIN_EXP[fmt])
-    return np.where(x == 0, np.int32(e_zero), e)
+    e = np.maximum(e.astype(np.int16) - 1, _MIN_EXP[fmt])
+    return np.where(x == 0, np.int16(e_zero), e).astype(np.int16)
+
+
+def _fits_float32(at: np.ndarray, bt: np.ndarray, shift: np.ndarray) -> bool:
+    """True when every product and every alignment scale is a normal float32 (the fast path is exact)."""
+    if shift.size == 0 or shift.min() < -126 or shift.max() > 127:
+        return False
+    amax, bmax = np.abs(at).max(initial=0.0), np.abs(bt).max(initial=0.0)
+    nz_a, nz_b = np.abs(at[at != 0]), np.abs(bt[bt != 0])
+    if nz_a.size == 0 or nz_b.size == 0:
+        return amax * bmax < 2.0**127
+    return amax * bmax < 2.0**127 and nz_a.min() * nz_b.min() >= 2.0**-126
 
 
 def _round_toward_zero_fp32(v: np.ndarray) -> np.ndarray:
@@ -120,18 +131,30 @@ def fused_dot_add(a: np.ndarray, b: np.ndarray, c: np.ndarray, *, fmt: str = "bf
     at, bt = np.ascontiguousarray(a64.T), np.ascontiguousarray(b64.T)
     ea = _decompose_exponent(at, fmt, _NO_EXP)
     eb = _decompose_exponent(bt, fmt, _NO_EXP)
-    e_max = _decompose_exponent(c64, "fp32", params.e_zero)
-    for kk in range(at.shape[0]):  # step 4: E = max over the accumulator and every product exponent
-        np.maximum(e_max, ea[kk, :, None] + eb[kk, None, :], out=e_max)
+    # step 4: E = max over the accumulator and every product exponent (int16 keeps this pass cheap)
+    e_max = (ea[:, :, None] + eb[:, None, :]).max(axis=0).astype(np.int32)
+    np.maximum(e_max, _decompose_exponent(c64, "fp32", params.e_zero), out=e_max)
     # a zero product has exponent e_zero: any_k(a == 0 or b == 0) = any_k(a == 0) or any_k(b == 0)
     zero_prod = (at == 0).any(axis=0)[:, None] | (bt == 0).any(axis=0)[None, :]
     e_max = np.where(zero_prod, np.maximum(e_max, params.e_zero), e_max)
-    scale = np.ldexp(1.0, f - e_max)
-    prod = at[:, :, None] * bt[:, None, :]  # exact: 8 (11) bit x 8 (11) bit significands
-    prod *= scale[None]  # exact power-of-two scaling
-    np.trunc(prod, out=prod)  # step 5: truncate each aligned term toward zero
-    total = prod.sum(axis=0) + np.trunc(c64 * scale)  # step 6: exact integer sum (< 2**33)
-    out = _round_toward_zero_fp32(np.ldexp(total, e_max - f))
+    shift = f - e_max
+    if _fits_float32(at, bt, shift):
+        # every product, scale and aligned term is exact in float32 (<= 22 significant bits)
+        scale32 = np.ldexp(np.float32(1), shift).astype(np.float32)
+        prod = at.astype(np.float32)[:, :, None] * bt.astype(np.float32)[:, None, :]
+        prod *= scale32[None]
+        np.trunc(prod, out=prod)
+        total = prod.sum(axis=0, dtype=np.float64)
+        scale = scale32.astype(np.float64)
+    else:
+        scale = np.ldexp(1.0, shift)
+        prod = at[:, :, None] * bt[:, None, :]  # exact: 8 (11) bit x 8 (11) bit significands
+        prod *= scale[None]  # exact power-of-two scaling
+        np.trunc(prod, out=prod)  # step 5: truncate each aligned term toward zero
+        total = prod.sum(axis=0)
+    total += np.trunc(c64 * scale)  # step 6: exact integer sum (< 2**33)
+    e_max_f = e_max
+    out = _round_toward_zero_fp32(np.ldexp(total, e_max_f - f))
     if not finite:
         out = np.where(np.isnan(special), _CANONICAL_NAN, np.where(np.isinf(special), special, out))
         out = out.astype(np.float32)
@@ -148,7 +171,14 @@ def _special_values(a64, b64, c64):
 
 
 def _check_representable(x: np.ndarray, dtype: str, name: str) -> None:
-    x32 = x.astype(np.float32)
+    x32 = np.asarray(x, dtype=np.float32)
+    if dtype == "bf16":  # bf16 values are float32 values whose low 16 bits are zero
+        if not (x32.view(np.uint32) & 0xFFFF).any():
+            return
+    else:
+        with np.errstate(over="ignore", invalid="ignore"):
+            if np.array_equal(x32.astype(np.float16).astype(np.float32), x32, equal_nan=True):
+                return
     back = decode_bits(encode_bits(x32, dtype), dtype)
     ok = (back.view(np.uint32) == x32.view(np.uint32)) | np.isnan(x32)
     if not ok.all():
