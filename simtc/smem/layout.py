@@ -242,12 +242,15 @@ class CanonicalLayout:
         return self._stride_if_repeated(1)
 
     def _stride_if_repeated(self, axis: int) -> int:
-        # The stride between the two atoms that one instruction slice spans along ``axis``.
-        # Along K an instruction slice (32 bytes of K) spans 2 INTERLEAVE K-atoms (K-major) or
-        # 32/eb rows = several K-atoms (MN-major); along MN it spans every MN atom. When the
-        # tile has only one atom along that axis CuTe's stride for the size-1 mode is what
-        # ``tile_to_shape`` produced; we follow the same rule below.
-        return self._atom_stride(axis)
+        """Stride between the atoms one instruction slice spans along ``axis`` (0 MN, 1 K), as CuTe sets it.
+
+        ``make_umma_desc`` reads the stride of a mode of the slice's canonical layout; when that
+        mode has size 1 (a single atom along MN, or a K slice inside one 8-row group, e.g. tf32
+        MN-major) CuTe's stride is 0, and so is the field [cutlass, checked against the CuTe
+        oracle]. The tensor core never multiplies it by a non-zero index then.
+        """
+        count = self.atoms[0] if axis == 0 else self.k_slice_elems // self.atom_shape[1]
+        return self._atom_stride(axis) if count > 1 else 0
 
     def slice_start(self, k_slice: int) -> int:
         """Byte offset (unswizzled) where instruction-K slice ``k_slice`` starts.
