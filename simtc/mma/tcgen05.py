@@ -6,7 +6,9 @@ One call is one instruction, issued by one thread (PTX ISA 9.0 §9.7.16.10.9):
   its descriptor) or from Tensor Memory (TS form). Both descriptor reads use
   :func:`simtc.mma.operands.read_operand` — the same reading as ``wgmma`` and ``tcgen05.cp``.
 * D is read (``enable_input_d``) and written through the data-path layout of the instruction's
-  shape (:func:`simtc.tmem.datapath_layout`: D, E, F, G).
+  shape (:func:`simtc.tmem.datapath_layout`: D, E, F, G). An f16 D (fp16 inputs only) is not
+  packed: one value in the low 16 bits of each cell [doc §9.7.16.10.4.1]; simtc writes the high
+  16 bits as zero [inferred].
 * The arithmetic is :func:`simtc.numerics.tensor_core_mma` (sm100 parameters): bit-exact to the
   tensor core as far as MMA-Sim and the H200 ``wgmma`` checks go; that ``tcgen05`` (``.ws``, TS)
   uses the same arithmetic is assumed, not measured [inferred].
@@ -28,7 +30,7 @@ from simtc.errors import DescriptorError, ShapeError, SimtcError, TmemAccessErro
 from simtc.mma.idesc import InstrDescriptor
 from simtc.mma.operands import read_operand
 from simtc.numerics.fdpa import tensor_core_mma
-from simtc.numerics.formats import decode_bits
+from simtc.numerics.formats import decode_bits, encode_bits
 from simtc.smem.desc import SmemDescriptor
 from simtc.smem.memory import SharedMemory
 from simtc.tmem.address import as_address
@@ -56,9 +58,6 @@ def _idesc(idesc) -> InstrDescriptor:
     if d.kind != "f16":
         raise SimtcError(f"tcgen05.mma kind::{d.kind} is not modelled (kind::f16 is)",
                          rule="modelled kinds", ref=_REF)
-    if d.d_format != "fp32":
-        raise SimtcError("an F16 accumulator is not modelled (kind::f16 with F32 D is)",
-                         rule="modelled accumulator types", ref=_REF)
     if d.sparse:
         raise SimtcError("sparse tcgen05.mma is not modelled", rule="modelled variants", ref=_REF)
     return d
@@ -145,16 +144,23 @@ def tcgen05_mma(tm: TensorMemory, smem: SharedMemory, *, d_taddr, b_desc: SmemDe
     tm.check_cells(lane, col, f"tcgen05.mma D at {daddr}")
     out = np.empty((rows, n), dtype=np.float32)
     per = n // split
+    f16_d = d.d_format == "fp16"
     for g in range(split):
         sl = slice(g * per, (g + 1) * per)
-        c = (tm.cells[lane[:, sl], col[:, sl]].view(np.float32) if enable_input_d
-             else np.zeros((rows, per), np.float32))
+        if not enable_input_d:
+            c = np.zeros((rows, per), np.float32)
+        elif f16_d:  # an f16 D is not packed: one value in the low 16 bits of each cell (§9.7.16.10.4.1)
+            c = decode_bits((tm.cells[lane[:, sl], col[:, sl]] & 0xFFFF).astype(np.uint16), "fp16")
+        else:
+            c = tm.cells[lane[:, sl], col[:, sl]].view(np.float32)
         out[:, sl] = tensor_core_mma(np.ascontiguousarray(a_parts[g]), np.ascontiguousarray(b[sl]), c,
-                                     dtype=dt, arch="sm100")
+                                     dtype=dt, arch="sm100", d_dtype=d.d_format)
     write = np.ones(lane.shape, dtype=bool)
     if disable_output_lane:
         write = ((int(disable_output_lane) >> lane.astype(object)) & 1 == 0).astype(bool)
     name = label or (f"tcgen05.mma{'.ws' if ws else ''}.cta_group::1.kind::f16 "
                      f"({'TS' if a_taddr is not None else 'SS'}, M={d.m}, N={n})")
-    tm.write_cells(lane[write], col[write], out[write].view(np.uint32), tm.instruction(name))
+    # an f16 D goes to the low 16 bits; the high 16 bits are written as zero [inferred: PTX does not say]
+    cells = encode_bits(out[write], "fp16").astype(np.uint32) if f16_d else out[write].view(np.uint32)
+    tm.write_cells(lane[write], col[write], cells, tm.instruction(name))
     return Tcgen05MmaResult(layout, lane[write], col[write], name)

@@ -66,6 +66,8 @@ class FdpaParams:
     instr_k: int
     """K of one instruction (terms fused in one step, plus the accumulator)."""
     source: str
+    e_zero_f16: int = -21
+    """Exponent of a zero term when D is fp16 (MMA-Sim 2.1.1 ``e_zero = -21``) [impl]."""
 
 
 ARCH_PARAMS: dict[str, FdpaParams] = {
@@ -73,8 +75,9 @@ ARCH_PARAMS: dict[str, FdpaParams] = {
     "sm90": FdpaParams(25, E_ZERO, 16, "MMA-Sim WGMMASim; H200 measurement (numerics.md §2) [impl][hw]"),
 }
 
-_MIN_EXP = {"bf16": -126, "fp16": -14, "fp32": -126}
+_MIN_EXP = {"bf16": -126, "fp16": -14, "fp32": -126}  # also the fp16 / fp32 accumulator
 _CANONICAL_NAN = np.uint32(0x7FFFFFFF).view(np.float32)
+_CANONICAL_NAN_F16 = np.float16(np.uint16(0x7FFF).view(np.float16)).astype(np.float32)
 
 
 _NO_EXP = -16000
@@ -113,12 +116,19 @@ def _round_toward_zero_fp32(v: np.ndarray) -> np.ndarray:
 
 
 def fused_dot_add(a: np.ndarray, b: np.ndarray, c: np.ndarray, *, fmt: str = "bf16",
-                  params: FdpaParams = ARCH_PARAMS["sm100"]) -> np.ndarray:
+                  params: FdpaParams = ARCH_PARAMS["sm100"], out: str = "fp32") -> np.ndarray:
     """One fused step: D[m, n] = sum_k a[m, k] * b[n, k] + c[m, n] with tensor-core arithmetic.
 
     ``a`` (M x K) and ``b`` (N x K) hold values of ``fmt`` as float32 (or float64), ``c`` is
-    fp32 (M x N); all K terms are fused (call it once per instruction). Returns float32.
+    the accumulator (M x N) in the output type; all K terms are fused (call it once per
+    instruction). ``out`` is ``"fp32"`` (round toward zero) or ``"fp16"`` (the same fused sum,
+    zero terms at exponent -21, then round to nearest even to fp16 [impl: MMA-Sim]). Returns
+    float32 (holding fp16 values when ``out`` is fp16).
     """
+    if out not in ("fp32", "fp16"):
+        raise DtypeError(f"accumulator type {out!r}: fp32 or fp16", rule="kind::f16 D types",
+                         ref="PTX ISA 9.0 §9.7.16.2.1 Table 39")
+    e_zero = params.e_zero if out == "fp32" else params.e_zero_f16
     with np.errstate(invalid="ignore"):  # signalling-NaN payloads warn when widened
         a64 = np.asarray(a, dtype=np.float64)
         b64 = np.asarray(b, dtype=np.float64)
@@ -133,10 +143,10 @@ def fused_dot_add(a: np.ndarray, b: np.ndarray, c: np.ndarray, *, fmt: str = "bf
     eb = _decompose_exponent(bt, fmt, _NO_EXP)
     # step 4: E = max over the accumulator and every product exponent (int16 keeps this pass cheap)
     e_max = (ea[:, :, None] + eb[:, None, :]).max(axis=0).astype(np.int32)
-    np.maximum(e_max, _decompose_exponent(c64, "fp32", params.e_zero), out=e_max)
+    np.maximum(e_max, _decompose_exponent(c64, out, e_zero), out=e_max)
     # a zero product has exponent e_zero: any_k(a == 0 or b == 0) = any_k(a == 0) or any_k(b == 0)
     zero_prod = (at == 0).any(axis=0)[:, None] | (bt == 0).any(axis=0)[None, :]
-    e_max = np.where(zero_prod, np.maximum(e_max, params.e_zero), e_max)
+    e_max = np.where(zero_prod, np.maximum(e_max, e_zero), e_max)
     shift = f - e_max
     if _fits_float32(at, bt, shift):
         # every product, scale and aligned term is exact in float32 (<= 22 significant bits)
@@ -154,11 +164,18 @@ def fused_dot_add(a: np.ndarray, b: np.ndarray, c: np.ndarray, *, fmt: str = "bf
         total = prod.sum(axis=0)
     total += np.trunc(c64 * scale)  # step 6: exact integer sum (< 2**33)
     e_max_f = e_max
-    out = _round_toward_zero_fp32(np.ldexp(total, e_max_f - f))
+    exact = np.ldexp(total, e_max_f - f)
+    if out == "fp32":
+        res = _round_toward_zero_fp32(exact)
+        nan = _CANONICAL_NAN
+    else:
+        with np.errstate(over="ignore"):
+            res = exact.astype(np.float16).astype(np.float32)  # round to nearest even, overflow -> Inf
+        res[res == 0] = 0.0
+        nan = _CANONICAL_NAN_F16
     if not finite:
-        out = np.where(np.isnan(special), _CANONICAL_NAN, np.where(np.isinf(special), special, out))
-        out = out.astype(np.float32)
-    return out
+        res = np.where(np.isnan(special), nan, np.where(np.isinf(special), special, res)).astype(np.float32)
+    return res
 
 
 def _special_values(a64, b64, c64):
@@ -190,7 +207,8 @@ def _check_representable(x: np.ndarray, dtype: str, name: str) -> None:
         )
 
 
-def tensor_core_mma(a, b, c=None, *, dtype: str = "bf16", instr_k: int = 16, arch: str = "sm100") -> np.ndarray:
+def tensor_core_mma(a, b, c=None, *, dtype: str = "bf16", instr_k: int = 16, arch: str = "sm100",
+                    d_dtype: str = "fp32") -> np.ndarray:
     """D = A @ B.T + C exactly as a chain of tensor-core instructions computes it.
 
     Parameters
@@ -208,6 +226,9 @@ def tensor_core_mma(a, b, c=None, *, dtype: str = "bf16", instr_k: int = 16, arc
         processed in order, each one's result feeding the next as C.
     arch:
         ``"sm100"`` (tcgen05) or ``"sm90"`` (wgmma).
+    d_dtype:
+        Accumulator type, ``"fp32"`` (default) or ``"fp16"`` (fp16 inputs only; ``c`` must then
+        hold fp16 values, and D is rounded to nearest even to fp16 after every instruction).
 
     Returns float32 D of shape (M, N).
     """
@@ -239,7 +260,15 @@ def tensor_core_mma(a, b, c=None, *, dtype: str = "bf16", instr_k: int = 16, arc
         _check_representable(x, dtype, name)
     if c.dtype != np.float32:
         raise DtypeError(f"c must be a float32 array, got {c.dtype}", rule="fp32 accumulator")
+    if d_dtype not in ("fp32", "fp16"):
+        raise DtypeError(f"d_dtype {d_dtype!r}: fp32 or fp16", rule="kind::f16 D types",
+                         ref="PTX ISA 9.0 §9.7.16.2.1 Table 39")
+    if d_dtype == "fp16":
+        if dtype == "bf16":
+            raise DtypeError("bf16 inputs need an fp32 accumulator", rule="bf16 requires an f32 D",
+                             ref="PTX ISA 9.0 §9.7.16.2.1 Table 39")
+        _check_representable(c, "fp16", "c")
     d = c
     for k0 in range(0, k, instr_k):
-        d = fused_dot_add(a[:, k0:k0 + instr_k], b[:, k0:k0 + instr_k], d, fmt=dtype, params=params)
+        d = fused_dot_add(a[:, k0:k0 + instr_k], b[:, k0:k0 + instr_k], d, fmt=dtype, params=params, out=d_dtype)
     return d

@@ -90,9 +90,11 @@ class CanonicalLayout:
     tile base *after* swizzling; :meth:`coords` is the inverse. ``rows`` and ``cols`` must be
     multiples of the atom shape (:attr:`atom_shape`).
 
-    >>> t = CanonicalLayout("bf16", "MN", "SW128", 64, 16)
+    >>> t = CanonicalLayout("bf16", "MN", "SW128", 128, 16)
     >>> t.atom_shape, t.lbo, t.sbo
-    ((64, 8), 1024, 1024)
+    ((64, 8), 1024, 2048)
+    >>> CanonicalLayout("bf16", "MN", "SW128", 64, 16).lbo   # one MN atom: CuTe writes 0
+    0
     """
 
     dtype: DtypeInfo = field(converter=_to_info)

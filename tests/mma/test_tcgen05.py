@@ -110,6 +110,22 @@ def test_disable_output_lane_and_negate():
     assert (d[64:] == 7.0).all()
 
 
+def test_fp16_accumulator_in_the_low_half_of_each_cell():
+    a, b, _ = mma_operands("normal", 128, 64, 16, dtype="fp16", seed=9)
+    sm, tm = setup(a, b)
+    sm.write_tile(CanonicalLayout("fp16", "K", "SW128", 128, 64), np.pad(a, ((0, 0), (0, 48))), 0)
+    sm.write_tile(CanonicalLayout("fp16", "K", "SW128", 256, 64), np.pad(b, ((0, 192), (0, 48))), 16384)
+    f16 = InstrDescriptor(kind="f16", m=128, n=64, a_format="fp16", b_format="fp16", d_format="fp16")
+    for step in range(2):
+        tcgen05_mma(tm, sm, d_taddr=0, a_desc=T.descriptor(), b_desc=TB.descriptor(start=16384), idesc=f16,
+                    enable_input_d=step > 0)
+    cells = tm.cells[:128, :64]
+    assert not (cells >> 16).any()
+    got = (cells & 0xFFFF).astype(np.uint16).view(np.float16).astype(np.float32)
+    once = tensor_core_mma(a, b, dtype="fp16", d_dtype="fp16")
+    assert np.array_equal(got, tensor_core_mma(a, b, once, dtype="fp16", d_dtype="fp16"))
+
+
 def test_flashmla_dual_gemm_end_to_end():
     """Issue #4 must-show: 18 cp + 18 TS .ws M=64 N=128; P_lo, P_hi via tcgen05.ld.32x32b."""
     q = mma_operands("normal", 64, 64, 576, seed=1)[0]
