@@ -8,7 +8,7 @@ from rich.table import Table
 from rich.text import Text
 
 from simtc.mma.idesc import InstrDescriptor
-from simtc.render.theme import style
+from simtc.render.theme import bit_strip, field_styles, style
 
 __all__ = ["InstrDescriptorView"]
 
@@ -21,20 +21,9 @@ class InstrDescriptorView(JupyterMixin):
 
     def __rich_console__(self, console, options):
         d = self.desc
-        word = d.encode()
         yield Text(f"tcgen05.mma kind::{d.kind} instruction descriptor {d.hex()}", style=style("simtc.title"))
-        colors = [style(f"simtc.phase.{i % 8}") for i in range(len(d.fields()))]
-        owner = {}
-        for i, (_name, bits, _raw, _meaning) in enumerate(d.fields()):
-            lo, _, hi = bits.partition("-")
-            for b in range(int(lo), int(hi or lo) + 1):
-                owner[b] = colors[i]
-        strip = Text("bits 31..0  ")
-        for b in range(31, -1, -1):
-            strip.append(str((word >> b) & 1), style=owner.get(b, style("simtc.dim")))
-            if b % 8 == 0 and b:
-                strip.append(" ")
-        yield strip
+        colors = field_styles(len(d.fields()))
+        yield bit_strip(d.encode(), 32, d.fields(), colors)
         table = Table(header_style=style("simtc.header"), show_edge=False)
         for col in ("field", "bits", "raw", "meaning"):
             table.add_column(col, justify="right" if col == "raw" else "left")

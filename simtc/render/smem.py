@@ -18,7 +18,7 @@ from rich.jupyter import JupyterMixin
 from rich.table import Table
 from rich.text import Text
 
-from simtc.render.theme import phase_style, style
+from simtc.render.theme import bit_strip, phase_style, style
 from simtc.smem.desc import SmemDescriptor
 from simtc.smem.layout import CanonicalLayout, Major
 from simtc.smem.swizzle import SwizzleMode
@@ -128,21 +128,9 @@ class DescriptorView(JupyterMixin):
         self.desc = desc
 
     def _bit_strip(self) -> Text:
-        word = self.desc.encode()
-        spans = []
-        for i, (name, bits, *_rest) in enumerate(self.desc.fields()):
-            lo, _, hi = bits.partition("-")
-            spans.append((int(lo), int(hi or lo), name, _FIELD_COLORS[i % len(_FIELD_COLORS)]))
-        style_of = {}
-        for lo, hi, _name, field_style in spans:
-            for b in range(lo, hi + 1):
-                style_of[b] = field_style
-        t = Text("bits 63..0  ")
-        for b in range(63, -1, -1):
-            t.append(str((word >> b) & 1), style=style_of.get(b, style("simtc.dim")))
-            if b % 8 == 0 and b:
-                t.append(" ")
-        return t
+        rows = self.desc.fields()
+        colors = [_FIELD_COLORS[i % len(_FIELD_COLORS)] for i in range(len(rows))]
+        return bit_strip(self.desc.encode(), 64, rows, colors)
 
     def __rich_console__(self, console, options):
         d = self.desc

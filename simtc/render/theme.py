@@ -9,7 +9,7 @@ from __future__ import annotations
 from rich.style import Style
 from rich.theme import Theme
 
-__all__ = ["PHASE_COLORS", "SIMTC_THEME", "phase_style", "style"]
+__all__ = ["PHASE_COLORS", "SIMTC_THEME", "bit_strip", "field_styles", "phase_style", "style"]
 
 # Eight distinguishable light background colours for swizzle phases / regions (pastel tints of the
 # colour-blind-safe Okabe-Ito palette plus grey), all readable with black text.
@@ -43,3 +43,29 @@ def style(name: str) -> Style:
 def phase_style(i: int) -> Style:
     """Style for phase / region ``i`` (cycles through 8 colours)."""
     return SIMTC_THEME.styles[f"simtc.phase.{int(i) % len(PHASE_COLORS)}"]
+
+
+def field_styles(n: int) -> list[Style]:
+    """``n`` distinct styles for the fields of an instruction or descriptor word."""
+    return [phase_style(i) for i in range(n)]
+
+
+def bit_strip(word: int, width: int, fields, styles):
+    """The bits of ``word`` (MSB first, grouped by 8), each coloured by the field that owns it.
+
+    ``fields`` yields ``(name, "lo-hi" or "bit", ...)`` rows (as ``fields()`` of simtc's
+    descriptors do); ``styles`` gives one style per row.
+    """
+    from rich.text import Text
+
+    owner = {}
+    for (_name, bits, *_rest), st in zip(fields, styles, strict=True):
+        lo, _, hi = bits.partition("-")
+        for b in range(int(lo), int(hi or lo) + 1):
+            owner[b] = st
+    t = Text(f"bits {width - 1}..0  ")
+    for b in range(width - 1, -1, -1):
+        t.append(str((word >> b) & 1), style=owner.get(b, style("simtc.dim")))
+        if b % 8 == 0 and b:
+            t.append(" ")
+    return t
