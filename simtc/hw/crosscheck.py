@@ -148,7 +148,13 @@ def _tcgen05_gpu_check(seed, progress) -> list[CheckResult]:
     return gpu_check(seed, progress)
 
 
-_EXTRA_GPU_CHECKS: dict[str, list[Callable]] = {"sm_90a": [], "sm_100a": [_tcgen05_gpu_check]}
+def _base_offset_experiment(seed, progress) -> list[CheckResult]:
+    from simtc.hw.experiments import run_base_offset_experiment
+
+    return run_base_offset_experiment(seed, progress)
+
+
+_EXTRA_GPU_CHECKS: dict[str, list[Callable]] = {"sm_90a": [_base_offset_experiment], "sm_100a": [_tcgen05_gpu_check]}
 
 
 def gpu_checks(seed: int, progress) -> list[CheckResult]:
@@ -205,9 +211,10 @@ def gpu_checks(seed: int, progress) -> list[CheckResult]:
 
 def count_gpu_cases(seed: int) -> int:
     from simtc.hw import cases as hc
+    from simtc.hw.experiments import base_offset_cases
 
     return (len(hc.layout_cases(seed)) + len(hc.wrong_descriptor_cases(seed)) + len(hc.special_value_cases(seed))
-            + 2)
+            + 2 + len(base_offset_cases(seed)))
 
 
 def save_outputs(path, *, seed: int, device: str) -> int:

@@ -36,7 +36,37 @@ from simtc.smem.desc import SmemDescriptor
 from simtc.smem.layout import INSTR_K_BYTES, Major, major
 from simtc.smem.swizzle import SwizzleMode, swizzle
 
-__all__ = ["descriptor_addresses", "descriptor_offsets_unswizzled"]
+__all__ = ["BASE_OFFSET_HYPOTHESES", "descriptor_addresses", "descriptor_offsets_unswizzled", "swizzle_with_base"]
+
+BASE_OFFSET_HYPOTHESES = ("absolute", "relative", "subtract")
+"""Candidate readings of a non-zero base offset (with ``Swizzle<B,M,S>``, row phase p, XOR p << M):
+
+* ``absolute``: p from the absolute address ``start + off``; the base offset is ignored;
+* ``relative``: p from ``(off >> (M+S)) + base_offset`` (the pattern restarts at ``start``,
+  shifted by the base offset);
+* ``subtract``: p from ``((start + off) >> (M+S)) - base_offset``.
+
+With base offset 0 and an aligned start all three agree. ``simtc crosscheck`` measures which
+one the hardware follows (``docs/hardware.md``)."""
+
+
+def swizzle_with_base(start: int, off: np.ndarray, mode: SwizzleMode, base_offset: int, hypothesis: str):
+    """Physical addresses of ``start + off`` under one base-offset hypothesis (see above)."""
+    b, m, s = mode.cute
+    if b == 0:
+        return start + off
+    mask = (1 << b) - 1
+    x = start + off
+    if hypothesis == "absolute":
+        phase = (x >> (m + s)) & mask
+    elif hypothesis == "relative":
+        phase = ((off >> (m + s)) + base_offset) & mask
+    elif hypothesis == "subtract":
+        phase = ((x >> (m + s)) - base_offset) & mask
+    else:
+        raise DescriptorError(f"unknown base-offset hypothesis {hypothesis!r}; known: "
+                              f"{', '.join(BASE_OFFSET_HYPOTHESES)}", rule="base-offset hypotheses")
+    return x ^ (phase << m)
 
 
 def descriptor_offsets_unswizzled(desc: SmemDescriptor, *, major: str | Major, elem_bytes: int,
@@ -76,7 +106,8 @@ def descriptor_offsets_unswizzled(desc: SmemDescriptor, *, major: str | Major, e
 
 
 def descriptor_addresses(desc: SmemDescriptor, *, major: str | Major, dtype: str | None = None,
-                         elem_bytes: int | None = None, rows: int, k: int | None = None) -> np.ndarray:
+                         elem_bytes: int | None = None, rows: int, k: int | None = None,
+                         base_offset_hypothesis: str | None = None) -> np.ndarray:
     """Absolute byte address of each element (mn, k) the hardware reads through ``desc``.
 
     Parameters
@@ -91,6 +122,8 @@ def descriptor_addresses(desc: SmemDescriptor, *, major: str | Major, dtype: str
         MN extent the instruction reads (M for A, N for B; source rows for ``tcgen05.cp``).
     k:
         K extent in elements; default one instruction slice (32 bytes of K).
+    base_offset_hypothesis:
+        For experiments: read a non-zero base offset under one of :data:`BASE_OFFSET_HYPOTHESES`.
 
     Returns an int64 array of shape (rows, k).
 
@@ -103,7 +136,7 @@ def descriptor_addresses(desc: SmemDescriptor, *, major: str | Major, dtype: str
     eb = dtype_info(dtype).bytes if dtype is not None else int(elem_bytes)
     if k is None:
         k = INSTR_K_BYTES // eb
-    if desc.base_offset:
+    if desc.base_offset and base_offset_hypothesis is None:
         raise DescriptorError(
             f"base offset {desc.base_offset}: what the hardware does with a non-zero base offset is not "
             "established, so simtc does not model it (place swizzle atoms on their natural boundary)",
@@ -113,6 +146,8 @@ def descriptor_addresses(desc: SmemDescriptor, *, major: str | Major, dtype: str
         raise DescriptorError("absolute-LBO mode (bit 52, sm_103a) is not modelled",
                               rule="modelled descriptors use relative LBO", ref="PTX ISA 9.0 §9.7.16.4.1")
     off = descriptor_offsets_unswizzled(desc, major=major, elem_bytes=eb, rows=rows, k=k)
+    if base_offset_hypothesis is not None:
+        return swizzle_with_base(desc.start, off, desc.layout_type, desc.base_offset, base_offset_hypothesis)
     return swizzle(desc.start + off, desc.layout_type)
 
 
