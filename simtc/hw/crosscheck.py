@@ -263,9 +263,11 @@ def run_checks(arch: str = "auto", seed: int = 0, progress: Callable[[int], None
 
 def _all_cases(seed: int):
     from simtc.hw import cases as hc
+    from simtc.hw.experiments import base_offset_cases
 
     dual, _ = hc.dual_gemm_case(seed)
-    return [*hc.layout_cases(seed), *hc.wrong_descriptor_cases(seed), *hc.special_value_cases(seed), *dual]
+    return [*hc.layout_cases(seed), *hc.wrong_descriptor_cases(seed), *hc.special_value_cases(seed), *dual,
+            *base_offset_cases(seed)]
 
 
 def replay(path, progress: Callable[[int], None] | None = None) -> tuple[list[CheckResult], str]:
@@ -307,7 +309,8 @@ def replay(path, progress: Callable[[int], None] | None = None) -> tuple[list[Ch
     names = {"wgmma layouts": "wgmma: swizzle x major x N x data", "wrong descriptors":
              "wgmma: deliberately wrong descriptors", "special values":
              "wgmma: NaN/Inf/subnormal bit patterns and overflow", "dual GEMM (Hopper)":
-             "dual GEMM split on Hopper (P_lo, P_hi)"}
+             "dual GEMM split on Hopper (P_lo, P_hi)",
+             "base offset": "experiment: non-zero base offset (A off its boundary)"}
     results = []
     for check, rows in by_check.items():
         name = names.get(check, check)

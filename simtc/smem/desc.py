@@ -271,9 +271,10 @@ class SmemDescriptor:
             lines.append(f"MN-major: atoms adjacent along M/N are LBO = {self.lbo} B apart; "
                          f"{lay.atom_rows}-row groups adjacent along K are SBO = {self.sbo} B apart.")
         if self.base_offset:
-            lines.append(f"Base offset {self.base_offset}: the pattern is declared to start at phase "
-                         f"{self.base_offset} (used when the atom is not on its natural boundary). What hardware "
-                         "does with it is not established; simtc does not model it.")
+            lines.append(f"Base offset {self.base_offset}: the swizzle row phase is the address's minus "
+                         f"{self.base_offset}, so a tile whose pattern starts {self.base_offset} x 128 B past its "
+                         "boundary reads as if the pattern restarted there (measured on an H200 with wgmma; "
+                         "assumed for tcgen05).")
         else:
             lines.append("Base offset 0: the swizzle pattern starts on its natural boundary.")
         if self.lbo_mode:

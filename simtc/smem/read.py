@@ -36,7 +36,8 @@ from simtc.smem.desc import SmemDescriptor
 from simtc.smem.layout import INSTR_K_BYTES, Major, major
 from simtc.smem.swizzle import SwizzleMode, swizzle
 
-__all__ = ["BASE_OFFSET_HYPOTHESES", "descriptor_addresses", "descriptor_offsets_unswizzled", "swizzle_with_base"]
+__all__ = ["BASE_OFFSET_HYPOTHESES", "MEASURED_BASE_OFFSET", "descriptor_addresses", "descriptor_offsets_unswizzled",
+           "swizzle_with_base"]
 
 BASE_OFFSET_HYPOTHESES = ("absolute", "relative", "subtract")
 """Candidate readings of a non-zero base offset (with ``Swizzle<B,M,S>``, row phase p, XOR p << M):
@@ -46,8 +47,14 @@ BASE_OFFSET_HYPOTHESES = ("absolute", "relative", "subtract")
   shifted by the base offset);
 * ``subtract``: p from ``((start + off) >> (M+S)) - base_offset``.
 
-With base offset 0 and an aligned start all three agree. ``simtc crosscheck`` measures which
-one the hardware follows (``docs/hardware.md``)."""
+With base offset 0 and an aligned start all three agree. **Measured on an H200** (``wgmma``,
+SW128/SW64/SW32, A off its boundary, both data placements, base offset 0 and the PTX value;
+``simtc crosscheck``, 2026-11-29): only ``subtract`` predicts every run bit for bit. So a base
+offset equal to ``(start >> 7) mod 8`` makes the hardware read the tile as if its pattern
+restarted at ``start``; base offset 0 reads the pattern of the absolute address (what TMA
+writes). simtc uses ``subtract`` for sm90 [hw] and assumes it for sm100 [inferred]."""
+
+MEASURED_BASE_OFFSET = "subtract"
 
 
 def swizzle_with_base(start: int, off: np.ndarray, mode: SwizzleMode, base_offset: int, hypothesis: str):
@@ -123,13 +130,14 @@ def descriptor_addresses(desc: SmemDescriptor, *, major: str | Major, dtype: str
     k:
         K extent in elements; default one instruction slice (32 bytes of K).
     base_offset_hypothesis:
-        For experiments: read a non-zero base offset under one of :data:`BASE_OFFSET_HYPOTHESES`.
+        For experiments: read a non-zero base offset under one of :data:`BASE_OFFSET_HYPOTHESES`
+        (default: the measured one, :data:`MEASURED_BASE_OFFSET`).
 
     Returns an int64 array of shape (rows, k).
 
-    A non-zero base offset or the absolute-LBO mode raises :class:`DescriptorError`: the
-    hardware meaning of a non-zero base offset is not established (an open question), and
-    simtc does not guess.
+    A non-zero base offset is read as measured on an H200: the swizzle row phase is the absolute
+    address's minus the base offset (:data:`BASE_OFFSET_HYPOTHESES`); for sm100 that is an
+    assumption [inferred]. The absolute-LBO mode (sm_103a) raises :class:`DescriptorError`.
     """
     if (dtype is None) == (elem_bytes is None):
         raise DescriptorError("give exactly one of dtype or elem_bytes", rule="element size")
@@ -137,11 +145,7 @@ def descriptor_addresses(desc: SmemDescriptor, *, major: str | Major, dtype: str
     if k is None:
         k = INSTR_K_BYTES // eb
     if desc.base_offset and base_offset_hypothesis is None:
-        raise DescriptorError(
-            f"base offset {desc.base_offset}: what the hardware does with a non-zero base offset is not "
-            "established, so simtc does not model it (place swizzle atoms on their natural boundary)",
-            rule="modelled descriptors have base offset 0", ref="PTX ISA 9.0 §9.7.16.3 Table 41 (open question)",
-        )
+        base_offset_hypothesis = MEASURED_BASE_OFFSET
     if desc.lbo_mode:
         raise DescriptorError("absolute-LBO mode (bit 52, sm_103a) is not modelled",
                               rule="modelled descriptors use relative LBO", ref="PTX ISA 9.0 §9.7.16.4.1")

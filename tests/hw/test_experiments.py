@@ -29,9 +29,9 @@ def test_every_pair_of_hypotheses_is_separated_by_some_run():
     assert len(separated) == 3
 
 
-def test_default_reading_refuses_a_non_zero_base_offset():
+def test_default_reading_is_the_measured_hypothesis():
     d = SmemDescriptor(start=1280, lbo=16, sbo=1024, layout_type="SW128", base_offset=2, arch="sm90")
-    with pytest.raises(DescriptorError):
-        descriptor_addresses(d, major="K", dtype="bf16", rows=8)
+    assert np.array_equal(descriptor_addresses(d, major="K", dtype="bf16", rows=8),
+                          descriptor_addresses(d, major="K", dtype="bf16", rows=8, base_offset_hypothesis="subtract"))
     with pytest.raises(DescriptorError, match="unknown base-offset hypothesis"):
         descriptor_addresses(d, major="K", dtype="bf16", rows=8, base_offset_hypothesis="guess")

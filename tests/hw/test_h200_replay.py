@@ -1,8 +1,8 @@
 """Recorded H200 outputs (tests/data/h200_crosscheck_seed0.npz) equal simtc's predictions, bit for bit.
 
 The file holds what an NVIDIA H200 computed for every cross-check case of seed 0 (2026-11-29,
-``simtc crosscheck --save``): full registers for the N=64, special-value and dual-GEMM cases and a
-SHA-256 digest of the registers for the rest. Cases are rebuilt from the seed; see tests/data/README.md.
+``simtc crosscheck --save``): full registers for the N=64, special-value, dual-GEMM and base-offset
+cases and a SHA-256 digest of the registers for the rest. Cases are rebuilt from the seed; see tests/data/README.md.
 """
 
 from pathlib import Path
@@ -20,6 +20,7 @@ def test_every_recorded_h200_output_matches_simtc():
     assert by_name["wgmma: deliberately wrong descriptors"].cases == 18
     assert by_name["wgmma: NaN/Inf/subnormal bit patterns and overflow"].cases == 12
     assert by_name["dual GEMM split on Hopper (P_lo, P_hi)"].cases == 2
+    assert by_name["experiment: non-zero base offset (A off its boundary)"].cases == 12
     for r in results:
         assert r.status == "pass" and r.bit_exact == r.cases, (r.check, r.first_mismatch)
 
@@ -31,7 +32,7 @@ def test_cli_replay(capsys):
     import json
 
     out = json.loads(capsys.readouterr().out)
-    assert out["ok"] and sum(r["cases"] for r in out["results"]) == 272
+    assert out["ok"] and sum(r["cases"] for r in out["results"]) == 284
 
 
 def test_h200_dual_gemm_equals_the_tcgen05_layout_e_replay():

@@ -69,10 +69,20 @@ def test_flashmla_s_operand_interleave():
         assert np.array_equal(descriptor_addresses(desc, major="K", dtype="bf16", rows=64), want)
 
 
+def test_base_offset_is_read_as_measured():
+    # H200: the row phase is the absolute address's minus the base offset. A tile at 1024 + 256 with
+    # base offset 2 reads as if its swizzle pattern restarted at the tile start.
+    t = CanonicalLayout("bf16", "K", "SW128", 64, 64)
+    d = SmemDescriptor(start=1024 + 256, lbo=16, sbo=1024, layout_type="SW128", base_offset=2)
+    got = descriptor_addresses(d, major="K", dtype="bf16", rows=64)
+    assert np.array_equal(got, 1024 + 256 + t.offsets()[:, :16])
+    d0 = SmemDescriptor(start=1024 + 256, lbo=16, sbo=1024, layout_type="SW128")  # base 0: absolute pattern
+    assert np.array_equal(descriptor_addresses(d0, major="K", dtype="bf16", rows=64),
+                          swizzle(1024 + 256 + t.linear_offset(*np.meshgrid(np.arange(64), np.arange(16),
+                                                                             indexing="ij")), "SW128"))
+
+
 def test_reading_refuses_what_it_cannot_know():
-    d = SmemDescriptor(start=256, lbo=16, sbo=1024, layout_type="SW128", base_offset=2)
-    with pytest.raises(DescriptorError, match="not established"):
-        descriptor_addresses(d, major="K", dtype="bf16", rows=8)
     d = SmemDescriptor(start=0, lbo=16, sbo=1024, layout_type="SW32")
     with pytest.raises(DescriptorError, match="at most 32 B of K"):
         descriptor_addresses(d, major="K", dtype="bf16", rows=8, k=32)
