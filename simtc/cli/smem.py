@@ -43,9 +43,15 @@ def register(sub) -> None:
 
 
 def run_layout(args) -> int:
+    from simtc.errors import LayoutError
     from simtc.smem import CanonicalLayout
+    from simtc.smem.memory import SMEM_CAPACITY
 
     lay = CanonicalLayout(args.dtype, args.major, args.swizzle, args.rows, args.cols)
+    if lay.nbytes > SMEM_CAPACITY["sm100"]:
+        raise LayoutError(f"a {args.rows}x{args.cols} {args.dtype} tile takes {lay.nbytes} B, more than the "
+                          f"{SMEM_CAPACITY['sm100']} B of shared memory a block may use",
+                          rule="227 KiB per block", ref="CUDA C++ Programming Guide, compute capability 9.0/10.0")
     if args.json:
         desc = lay.descriptor(arch="sm100")
         emit_json({
@@ -87,6 +93,9 @@ def run_banks(args) -> int:
     else:
         stride = args.width if args.stride is None else args.stride
         addr = args.base + stride * np.arange(32, dtype=np.int64)
+    if (addr < 0).any():
+        raise BankError(f"thread {int(np.argmax(addr < 0))} would access a negative address ({int(addr.min())})",
+                        rule="shared-memory addresses are non-negative")
     rep = bank_conflicts(addr, args.width)
     if args.json:
         emit_json({"width": rep.width, "wavefronts": rep.wavefronts, "ideal": rep.ideal,

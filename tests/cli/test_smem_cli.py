@@ -93,3 +93,10 @@ def test_console_script_help_is_cheap():
             "print(','.join(bad))\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == ""
+
+
+def test_cli_input_limits(capsys):
+    rc, out, err = run(capsys, "smem", "layout", "--rows", "1000000", "--cols", "64", "--json")
+    assert rc == 2 and out == "" and "227 KiB per block" in err
+    rc, out, err = run(capsys, "smem", "banks", "--stride", "-4")
+    assert rc == 2 and "negative address" in err
