@@ -2,7 +2,8 @@
 
 Routes (``toolchain.md`` §2-4): ``cuda.bindings.nvrtc`` gives exact cubin bytes offline; when
 it is not installed, a local ``nvcc -cubin`` is used. ``SIMTC_COMPILER=nvcc`` (or ``nvrtc``)
-forces a route, e.g. to build with the toolkit that matches a machine's driver. Compiled modules
+forces a route, e.g. to build with the toolkit that matches a machine's driver; on a GPU,
+``SIMTC_COMPILER=cupy`` lets CuPy compile and load the source itself (its NVRTC). Compiled modules
 are cached by the hash of (source, arch, options, compiler) under ``$SIMTC_CACHE`` (default ``~/.cache/simtc``).
 Disassembly uses ``nvdisasm`` (the ``nvidia-cuda-nvdisasm`` wheel, found with
 ``cuda.pathfinder``, or one on PATH).
@@ -21,7 +22,7 @@ from pathlib import Path
 
 from simtc.errors import HardwareUnavailable, SimtcError
 
-__all__ = ["CompileError", "compile_cuda", "disassemble", "sass_histogram"]
+__all__ = ["CompileError", "compile_cuda", "disassemble", "load_kernel", "sass_histogram"]
 
 
 class CompileError(SimtcError, RuntimeError):
@@ -97,9 +98,9 @@ def compile_cuda(source: str, *, arch: str = "sm_90a", name: str = "kernel.cu", 
         raise SimtcError(f"output must be cubin or ptx, got {output!r}", rule="compile outputs")
     opts = [f"-arch={arch}", "-std=c++17", *options]
     route = os.environ.get("SIMTC_COMPILER", "auto")
-    if route not in ("auto", "nvrtc", "nvcc"):
-        raise SimtcError(f"SIMTC_COMPILER={route!r}: use nvrtc, nvcc or auto", rule="compiler routes")
-    if route == "auto":
+    if route not in ("auto", "nvrtc", "nvcc", "cupy"):
+        raise SimtcError(f"SIMTC_COMPILER={route!r}: use nvrtc, nvcc, cupy or auto", rule="compiler routes")
+    if route in ("auto", "cupy"):  # "cupy" only changes how load_kernel builds; cubins come from NVRTC
         try:
             import cuda.bindings.nvrtc  # noqa: F401
 
@@ -154,3 +155,29 @@ def sass_histogram(sass: str, *, full: bool = False) -> collections.Counter:
     """Count opcodes in SASS text: the mnemonic before its first '.' (or the full dotted one)."""
     names = _OPCODE.findall(sass)
     return collections.Counter(n if full else n.split(".")[0] for n in names)
+
+
+_KERNELS: dict[str, object] = {}
+
+
+def load_kernel(source: str, name: str, *, arch: str):
+    """A CuPy ``RawKernel`` for ``name`` in ``source`` (cupy imported here; needs a GPU).
+
+    By default the cubin comes from :func:`compile_cuda` (the route CI checks) and CuPy loads it;
+    with ``SIMTC_COMPILER=cupy`` CuPy compiles the source with its own NVRTC.
+    """
+    import cupy
+
+    route = os.environ.get("SIMTC_COMPILER", "auto")
+    key = hashlib.sha256("\x00".join([route, arch, name, source]).encode()).hexdigest()
+    if key not in _KERNELS:
+        if route == "cupy":
+            module = cupy.RawModule(code=source, options=("-std=c++17", f"-arch={arch}"), backend="nvrtc")
+        else:
+            cubin = compile_cuda(source, arch=arch, name=f"{name}.cu")
+            path = _cache_dir() / f"{hashlib.sha256(cubin).hexdigest()[:24]}.load.cubin"
+            if not path.exists():
+                path.write_bytes(cubin)
+            module = cupy.RawModule(path=str(path))
+        _KERNELS[key] = module.get_function(name)
+    return _KERNELS[key]

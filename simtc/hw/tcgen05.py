@@ -95,17 +95,12 @@ def run_dual_qk(q: np.ndarray, k: np.ndarray) -> np.ndarray:
     """Run the kernel on an sm_100 GPU; returns the dumped cells (128 x 208 uint32)."""
     import cupy
 
-    from simtc.hw.compile import compile_cuda
+    from simtc.hw.compile import load_kernel
     from simtc.hw.device import require
 
     require("sm_100a")
     image, params = dual_qk_inputs(q, k)
-    cubin = compile_cuda(kernel_source(), arch="sm_100a", name="tcgen05_dual_qk.cu")
-    import tempfile
-
-    with tempfile.NamedTemporaryFile(suffix=".cubin", delete=False) as f:
-        f.write(cubin)
-    fn = cupy.RawModule(path=f.name).get_function("simtc_tcgen05_dual_qk")
+    fn = load_kernel(kernel_source(), "simtc_tcgen05_dual_qk", arch="sm_100a")
     smem = IMAGE_BYTES + 16 + 1024
     fn.max_dynamic_shared_size_bytes = smem
     d_img = cupy.asarray(image.view(np.uint32))

@@ -92,15 +92,13 @@ def run(image: np.ndarray, program: WgmmaProgram) -> tuple[np.ndarray, np.ndarra
     """Execute on the GPU: returns (registers (128, N/2) float32, clock64 stamps per group)."""
     import cupy
 
-    from simtc.hw.compile import compile_cuda
+    from simtc.hw.compile import load_kernel
     from simtc.hw.device import require
 
     require("sm_90a")
     size = _image_size(image)
     name = kernel_name(program.n, program.dtype, program.a_major, program.b_major)
-    cubin = compile_cuda(kernel_source(program.n, program.dtype, program.a_major, program.b_major),
-                         arch="sm_90a", name=f"{name}.cu")
-    fn = _load(cubin, name)
+    fn = load_kernel(kernel_source(program.n, program.dtype, program.a_major, program.b_major), name, arch="sm_90a")
     prog = np.zeros(len(program.instrs), dtype=[("a", "<u8"), ("b", "<u8"), ("sd", "<u4"), ("ge", "<u4")])
     for i, ins in enumerate(program.instrs):
         prog[i] = (ins.a_desc, ins.b_desc, int(ins.scale_d), int(ins.group_end))
@@ -115,21 +113,3 @@ def run(image: np.ndarray, program: WgmmaProgram) -> tuple[np.ndarray, np.ndarra
        shared_mem=smem_bytes)
     cupy.cuda.runtime.deviceSynchronize()
     return d_out.get().reshape(128, program.n // 2), d_stamps.get()
-
-
-_MODULES: dict[str, object] = {}
-
-
-def _load(cubin: bytes, name: str):
-    import hashlib
-    import tempfile
-
-    import cupy
-
-    key = hashlib.sha256(cubin).hexdigest()
-    if key not in _MODULES:
-        with tempfile.NamedTemporaryFile(suffix=".cubin", delete=False) as f:
-            f.write(cubin)
-            path = f.name
-        _MODULES[key] = cupy.RawModule(path=path)
-    return _MODULES[key].get_function(name)
