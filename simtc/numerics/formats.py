@@ -39,6 +39,9 @@ DTYPES: dict[str, DtypeInfo] = {
     "e4m3": DtypeInfo("e4m3", 1, np.uint8, ".e4m3", "8-bit float, 4 exponent + 3 mantissa bits (OCP FP8 E4M3)"),
     "bf16": DtypeInfo("bf16", 2, np.uint16, ".bf16", "bfloat16: 8 exponent + 7 mantissa bits"),
     "fp16": DtypeInfo("fp16", 2, np.uint16, ".f16", "IEEE binary16: 5 exponent + 10 mantissa bits"),
+    "e5m2": DtypeInfo("e5m2", 1, np.uint8, ".e5m2", "8-bit float, 5 exponent + 2 mantissa bits (OCP FP8 E5M2)"),
+    "ue8m0": DtypeInfo("ue8m0", 1, np.uint8, ".ue8m0",
+                       "unsigned 8-bit power of two 2**(code - 127) (scale factors); 0xFF = NaN, no zero"),
     "tf32": DtypeInfo(
         "tf32", 4, np.uint32, ".tf32",
         "TensorFloat-32 in a 32-bit container: the tensor core uses the top 19 bits",
@@ -46,8 +49,8 @@ DTYPES: dict[str, DtypeInfo] = {
     "fp32": DtypeInfo("fp32", 4, np.uint32, ".f32", "IEEE binary32"),
 }
 
-_ALIASES = {"f16": "fp16", "half": "fp16", "float16": "fp16", "bfloat16": "bf16", "f32": "fp32",
-            "float32": "fp32", "float_e4m3": "e4m3", "fp8": "e4m3", "e4m3fn": "e4m3"}
+_ALIASES = {"e8m0": "ue8m0", "float_e5m2": "e5m2", "f16": "fp16", "half": "fp16", "float16": "fp16",
+            "bfloat16": "bf16", "f32": "fp32", "float32": "fp32", "float_e4m3": "e4m3", "fp8": "e4m3", "e4m3fn": "e4m3"}
 
 
 def dtype_info(dtype: str | DtypeInfo) -> DtypeInfo:
@@ -85,6 +88,64 @@ _E4M3 = _e4m3_table()
 _E4M3_POS = _E4M3[:0x7F]  # codes 0x00..0x7E, ascending magnitudes 0 .. 448
 
 
+# All 256 e5m2 codes (bias 15; exponent 0 = subnormal; 0x7C = inf; 0x7D-0x7F = NaN).
+def _e5m2_table() -> np.ndarray:
+    codes = np.arange(256)
+    sign = np.where(codes & 0x80, -1.0, 1.0)
+    exp = (codes >> 2) & 0x1F
+    man = codes & 0x3
+    with np.errstate(over="ignore"):
+        mag = np.where(exp == 0, man / 4.0 * 2.0**-14, (1 + man / 4.0) * 2.0 ** (exp - 15.0))
+    vals = sign * mag
+    vals[(codes & 0x7F) == 0x7C] = sign[(codes & 0x7F) == 0x7C] * np.inf
+    vals[(codes & 0x7F) > 0x7C] = np.nan
+    return vals
+
+
+_E5M2 = _e5m2_table()
+_E5M2_POS = _E5M2[:0x7C]  # codes 0x00..0x7B, ascending magnitudes 0 .. 57344
+
+
+def _f32_to_fp8_rn_satfinite(x: np.ndarray, table: np.ndarray, nan_code) -> np.ndarray:
+    """Round to nearest even into an fp8 format, finite overflow and Inf clamped to the largest value."""
+    top = table[-1]
+    mag = np.abs(x.astype(np.float64))
+    sign = np.where(np.signbit(x), 0x80, 0x00).astype(np.uint8)
+    clipped = np.minimum(np.nan_to_num(mag, nan=0.0, posinf=top), top)
+    hi = np.minimum(np.searchsorted(table, clipped, side="left"), len(table) - 1)
+    lo = np.maximum(hi - 1, 0)
+    d_hi, d_lo = table[hi] - clipped, clipped - table[lo]
+    pick_hi = (d_hi < d_lo) | ((d_hi == d_lo) & (hi % 2 == 0))
+    code = np.where(pick_hi, hi, lo).astype(np.uint8)
+    code = np.where(np.isnan(x), nan_code(x), code)
+    return code | sign
+
+
+def _e5m2_nan(x: np.ndarray) -> np.ndarray:
+    # CUDA's reference: NaN -> 0x7E | the top two mantissa bits (a quiet NaN), sign kept
+    return (0x7E | ((x.view(np.uint32) >> 21) & 0x3)).astype(np.uint8)
+
+
+def _f32_to_ue8m0(x: np.ndarray, rounding: str) -> np.ndarray:
+    """``cvt.{rz,rp}.satfinite.ue8m0x2.f32``, following CUDA 13.0's reference implementation
+    (``cuda_fp8.hpp`` ``__nv_cvt_float_to_e8m0`` / ``__nv_cvt_bfloat16raw_to_e8m0``, host path):
+    round |x| to bf16 (toward zero, or up), keep its exponent field; with rounding up, a non-zero
+    mantissa above 2**-127 adds one; NaN -> 0xFF; Inf and overflow saturate to 0xFE; zero and
+    values below 2**-127 give code 0 (2**-127, the smallest value: ue8m0 has no zero)."""
+    u = x.view(np.uint32)
+    nan = (u & 0x7FFFFFFF) > 0x7F800000
+    if rounding == "rz":
+        b = (u >> 16).astype(np.uint32)
+    else:
+        a = u & 0x7FFFFFFF
+        b = ((a >> 16) + (((a & 0xFFFF) != 0) & (a < 0x7F800000))).astype(np.uint32)
+    res = (b >> 7) & 0xFF
+    if rounding == "rp":
+        res = res + (((b & 0x7F) != 0) & ((b & 0x7FFF) > 0x40) & ((b & 0x7FFF) < 0x7F80))
+    res = np.where(((b & 0x7FFF) <= 0x7F80) & (res >= 0xFF), 0xFE, res)  # satfinite
+    return np.where(nan, 0xFF, res).astype(np.uint8)
+
+
 def _f32_to_bf16_rne(x: np.ndarray) -> np.ndarray:
     u = x.view(np.uint32).astype(np.uint64)
     rounded = ((u + 0x7FFF + ((u >> 16) & 1)) >> 16).astype(np.uint16)
@@ -95,41 +156,66 @@ def _f32_to_bf16_rne(x: np.ndarray) -> np.ndarray:
 
 
 def _f32_to_e4m3_rn_satfinite(x: np.ndarray) -> np.ndarray:
-    mag = np.abs(x.astype(np.float64))
-    sign = np.where(np.signbit(x), 0x80, 0x00).astype(np.uint8)
-    clipped = np.minimum(np.nan_to_num(mag, nan=0.0, posinf=448.0), 448.0)
-    hi = np.searchsorted(_E4M3_POS, clipped, side="left")  # first code with value >= mag
-    hi = np.minimum(hi, 0x7E)
-    lo = np.maximum(hi - 1, 0)
-    d_hi = _E4M3_POS[hi] - clipped
-    d_lo = clipped - _E4M3_POS[lo]
-    pick_hi = (d_hi < d_lo) | ((d_hi == d_lo) & (hi % 2 == 0))
-    code = np.where(pick_hi, hi, lo).astype(np.uint8)
-    code = np.where(np.isnan(x), np.uint8(0x7F), code)
-    return code | sign
+    return _f32_to_fp8_rn_satfinite(x, _E4M3_POS, lambda v: np.uint8(0x7F))
 
 
-def encode_bits(values, dtype: str | DtypeInfo) -> np.ndarray:
+def encode_bits(values, dtype: str | DtypeInfo, rounding: str = "rn") -> np.ndarray:
     """Convert float values to the bit patterns of ``dtype`` (numpy unsigned integers).
 
-    Rounding is the one the hardware conversion uses: round-to-nearest-even for bf16 and
-    fp16 (``cvt.rn``); e4m3 rounds to nearest even with ``.satfinite`` (the only e4m3 form
-    of ``cvt``; PTX ISA 9.0 §9.7.9.21). tf32 and fp32 keep the float32 bit pattern unchanged
-    (the tensor core itself ignores the low 13 mantissa bits of a tf32 operand).
+    Rounding is the one the hardware conversion uses (PTX ISA 9.0 §9.7.9.21 ``cvt``):
+
+    * bf16, fp16: ``"rn"`` (round to nearest even, default) or ``"rz"`` (toward zero);
+    * e4m3, e5m2: round to nearest even with ``.satfinite`` (the only fp8 form of ``cvt``):
+      finite overflow and Inf clamp to the largest value, NaN stays NaN;
+    * ue8m0: ``"rz"`` or ``"rp"`` (the only two modes of ``cvt ... .ue8m0x2``), ``.satfinite``;
+      FlashMLA's V32 scales use ``"rz"``;
+    * tf32 and fp32 keep the float32 bit pattern (the tensor core ignores a tf32 operand's low
+      13 mantissa bits).
 
     >>> encode_bits(np.array([1.0, -2.0, 0.5], dtype=np.float32), "fp16")
     array([15360, 49152, 14336], dtype=uint16)
+    >>> encode_bits(np.array([3.0, 0.3], dtype=np.float32), "ue8m0", rounding="rz")  # 2**1, 2**-2
+    array([128, 125], dtype=uint8)
     """
     info = dtype_info(dtype)
     x = np.asarray(values, dtype=np.float32)
+    allowed = {"bf16": ("rn", "rz"), "fp16": ("rn", "rz"), "ue8m0": ("rz", "rp")}.get(info.name, ("rn",))
+    if info.name == "ue8m0" and rounding == "rn":
+        rounding = "rz"
+    if rounding not in allowed:
+        raise DtypeError(f"{info.name} conversion has no {rounding!r} rounding (available: {', '.join(allowed)})",
+                         rule="cvt rounding modes", ref="PTX ISA 9.0 §9.7.9.21")
     if info.name == "bf16":
-        return _f32_to_bf16_rne(x)
+        return _f32_to_bf16_rne(x) if rounding == "rn" else _f32_to_bf16_rz(x)
     if info.name == "fp16":
+        if rounding == "rz":
+            return _f32_to_f16_rz(x)
         with np.errstate(over="ignore"):
             return x.astype(np.float16).view(np.uint16)
     if info.name == "e4m3":
         return _f32_to_e4m3_rn_satfinite(x)
+    if info.name == "e5m2":
+        return _f32_to_fp8_rn_satfinite(x, _E5M2_POS, _e5m2_nan)
+    if info.name == "ue8m0":
+        return _f32_to_ue8m0(x, rounding)
     return x.view(np.uint32).copy()
+
+
+def _f32_to_bf16_rz(x: np.ndarray) -> np.ndarray:
+    u = x.view(np.uint32)
+    out = (u >> 16).astype(np.uint16)
+    return np.where((u & 0x7FFFFFFF) > 0x7F800000, ((u >> 16) | 0x40).astype(np.uint16), out)
+
+
+def _f32_to_f16_rz(x: np.ndarray) -> np.ndarray:
+    """fp32 -> fp16 toward zero: the RNE result, stepped back when it moved away from zero."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        h = x.astype(np.float16)
+        back = h.astype(np.float32)
+        away = np.isfinite(x) & (np.abs(back) > np.abs(x))
+        bits = h.view(np.uint16).copy()
+        bits[away] -= 1  # the next value toward zero (65504 from Inf included)
+    return bits
 
 
 def decode_bits(bits, dtype: str | DtypeInfo) -> np.ndarray:
@@ -146,4 +232,10 @@ def decode_bits(bits, dtype: str | DtypeInfo) -> np.ndarray:
         return b.view(np.float16).astype(np.float32)
     if info.name == "e4m3":
         return _E4M3[b].astype(np.float32)
+    if info.name == "e5m2":
+        return _E5M2[b].astype(np.float32)
+    if info.name == "ue8m0":  # 2**(code - 127); 0xFF is NaN
+        with np.errstate(over="ignore"):
+            out = np.ldexp(np.float64(1.0), b.astype(np.int32) - 127).astype(np.float32)
+        return np.where(b == 0xFF, np.float32(np.nan), out)
     return b.view(np.float32).copy()
