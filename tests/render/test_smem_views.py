@@ -71,3 +71,23 @@ def test_rich_protocol_on_models():
     console = Console(width=120, record=True, color_system=None)
     console.print(bank_conflicts(np.arange(32) * 4))
     assert "1 wavefronts" in console.export_text()
+
+
+def test_views_show_in_jupyter():
+    """rich's JupyterMixin gives every view an HTML and a plain-text representation."""
+    from simtc.mma import InstrDescriptor
+    from simtc.render.banks import BankMapView
+    from simtc.render.mma import InstrDescriptorView
+    from simtc.render.tmem import TmemMapView
+    from simtc.tmem import TensorMemory
+
+    tm = TensorMemory()
+    tm.alloc(128)
+    views = [TileView(CanonicalLayout("bf16", "K", "SW128", 8, 64)),
+             DescriptorView(SmemDescriptor.from_u64(0x4000404000010000)),
+             BankMapView(bank_conflicts(np.arange(32) * 4)),
+             InstrDescriptorView(InstrDescriptor.from_u32(0x04200490)),
+             TmemMapView(tm)]
+    for v in views:
+        bundle = v._repr_mimebundle_(include=[], exclude=[])
+        assert "<pre" in bundle["text/html"] and bundle["text/plain"].strip()
