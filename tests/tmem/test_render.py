@@ -1,6 +1,8 @@
-"""TMEM views: map, layout and ld pictures render the model's numbers (text and SVG), fast."""
+"""TMEM views: map, layout and ld pictures render the model's numbers (text and SVG).
 
-import time
+Their speed (the full 128 x 512 map well under a second) is measured in benchmarks/bench_tmem.py.
+"""
+
 import xml.etree.ElementTree as ET
 
 import numpy as np
@@ -22,16 +24,17 @@ def _busy_tmem():
     return tm
 
 
-def test_full_map_renders_well_under_a_second():
+def test_full_map_renders_in_text_and_svg():
     tm = _busy_tmem()
     views = [TmemMapView(tm, by=b) for b in ("allocation", "writer")]
     views.append(TmemMapView(tm, regions=FLASHMLA_HEAD64_V32))
     views.append(TmemMapView(tm, by="writer", lanes_per_row=1, columns_per_char=1))   # all 65,536 cells
     for v in views:
-        t0 = time.perf_counter()
-        to_text(v, width=600)
-        to_svg(v, width=600)
-        assert time.perf_counter() - t0 < 1.0
+        text = to_text(v, width=600)
+        assert "warp quadrant 3" in text
+        assert ET.fromstring(to_svg(v, width=600)).tag.endswith("svg")
+    full = to_text(views[-1], width=600).splitlines()
+    assert sum(1 for ln in full if ln.strip()[:3].rstrip().isdigit()) >= 128  # one row per lane
 
 
 def test_map_by_allocation_marks_quadrants_and_allocations():
