@@ -19,12 +19,13 @@ import numpy as np
 
 from simtc.hw.cases import Case, _poisoned_memory
 from simtc.hw.wgmma import WgmmaInstr, WgmmaProgram
+from simtc.mma.operands import read_operand
 from simtc.mma.wgmma import matrix_to_fragment
 from simtc.numerics.cases import mma_operands
 from simtc.numerics.fdpa import tensor_core_mma
-from simtc.numerics.formats import decode_bits, encode_bits
-from simtc.smem import CanonicalLayout, SmemDescriptor, SwizzleMode, swizzle
-from simtc.smem.read import BASE_OFFSET_HYPOTHESES, MEASURED_BASE_OFFSET, descriptor_addresses
+from simtc.numerics.formats import encode_bits
+from simtc.smem import CanonicalLayout, SharedMemory, SmemDescriptor, SwizzleMode, swizzle
+from simtc.smem.read import BASE_OFFSET_HYPOTHESES, MEASURED_BASE_OFFSET
 
 __all__ = ["base_offset_cases", "predict_base_offset"]
 
@@ -64,17 +65,13 @@ def base_offset_cases(seed: int = 0) -> list[Case]:
 
 def predict_base_offset(case: Case, hypothesis: str) -> np.ndarray:
     """The registers the program gives if the hardware follows ``hypothesis`` (A only; B is aligned)."""
-    img = case.image
+    sm = SharedMemory(arch="sm90", size=case.image.size)
+    sm.data[:] = case.image
     acc = np.zeros((64, case.program.n), np.float32)
     for ins in case.program.instrs:
-        a_desc = SmemDescriptor.from_u64(ins.a_desc, "sm90")
-        b_desc = SmemDescriptor.from_u64(ins.b_desc, "sm90")
-        a_addr = descriptor_addresses(a_desc, major="K", dtype="bf16", rows=64, base_offset_hypothesis=hypothesis)
-        b_addr = descriptor_addresses(b_desc, major="K", dtype="bf16", rows=case.program.n)
-        a = decode_bits(img[a_addr].astype(np.uint16) | (img[a_addr + 1].astype(np.uint16) << 8), "bf16")
-        b = decode_bits(img[b_addr].astype(np.uint16) | (img[b_addr + 1].astype(np.uint16) << 8), "bf16")
-        c = acc if ins.scale_d else np.zeros_like(acc)
-        acc = tensor_core_mma(a, b, c, arch="sm90")
+        a = read_operand(sm, ins.a_desc, major="K", dtype="bf16", rows=64, k=16, base_offset_hypothesis=hypothesis)
+        b = read_operand(sm, ins.b_desc, major="K", dtype="bf16", rows=case.program.n, k=16)
+        acc = tensor_core_mma(a, b, acc if ins.scale_d else np.zeros_like(acc), arch="sm90")
     return matrix_to_fragment(acc)
 
 

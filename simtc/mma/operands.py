@@ -20,26 +20,21 @@ import numpy as np
 from simtc.numerics.formats import decode_bits, dtype_info
 from simtc.smem.desc import SmemDescriptor
 from simtc.smem.memory import SharedMemory
-from simtc.smem.read import descriptor_addresses
+from simtc.smem.read import read_bits
 
 __all__ = ["read_operand", "read_operand_bits"]
 
 
 def read_operand_bits(smem: SharedMemory, desc: SmemDescriptor | int, *, major: str, dtype: str, rows: int,
-                      k: int) -> np.ndarray:
-    """Bit patterns (rows x k) the hardware reads through ``desc`` (an int is decoded as sm100)."""
-    if not isinstance(desc, SmemDescriptor):
-        desc = SmemDescriptor.from_u64(int(desc), smem.arch)
-    info = dtype_info(dtype)
-    addr = descriptor_addresses(desc, major=major, elem_bytes=info.bytes, rows=rows, k=k)
-    raw = smem.gather(addr, info.bytes).astype(np.uint32)
-    bits = np.zeros(addr.shape, dtype=np.uint32)
-    for i in range(info.bytes):  # little-endian bytes
-        bits |= raw[..., i] << np.uint32(8 * i)
-    return bits.astype(info.container)
+                      k: int, base_offset_hypothesis: str | None = None) -> np.ndarray:
+    """Bit patterns (rows x k) the hardware reads through ``desc`` (an int is decoded for ``smem.arch``)."""
+    return read_bits(smem, desc, major=major, elem_bytes=dtype_info(dtype).bytes, rows=rows, k=k,
+                     base_offset_hypothesis=base_offset_hypothesis).astype(dtype_info(dtype).container)
 
 
 def read_operand(smem: SharedMemory, desc: SmemDescriptor | int, *, major: str, dtype: str, rows: int,
-                 k: int) -> np.ndarray:
+                 k: int, base_offset_hypothesis: str | None = None) -> np.ndarray:
     """Operand values (rows x k, float32) the hardware reads through ``desc``."""
-    return decode_bits(read_operand_bits(smem, desc, major=major, dtype=dtype, rows=rows, k=k), dtype)
+    bits = read_operand_bits(smem, desc, major=major, dtype=dtype, rows=rows, k=k,
+                             base_offset_hypothesis=base_offset_hypothesis)
+    return decode_bits(bits, dtype)

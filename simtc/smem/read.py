@@ -37,7 +37,7 @@ from simtc.smem.layout import INSTR_K_BYTES, Major, major
 from simtc.smem.swizzle import SwizzleMode, swizzle
 
 __all__ = ["BASE_OFFSET_HYPOTHESES", "MEASURED_BASE_OFFSET", "descriptor_addresses", "descriptor_offsets_unswizzled",
-           "swizzle_with_base"]
+           "read_bits", "swizzle_with_base"]
 
 BASE_OFFSET_HYPOTHESES = ("absolute", "relative", "subtract")
 """Candidate readings of a non-zero base offset (with ``Swizzle<B,M,S>``, row phase p, XOR p << M):
@@ -157,3 +157,20 @@ def descriptor_addresses(desc: SmemDescriptor, *, major: str | Major, dtype: str
 
 def _major(value) -> Major:
     return major(value)
+
+
+def read_bits(smem, desc: SmemDescriptor | int, *, major: str | Major, elem_bytes: int, rows: int, k: int,
+              base_offset_hypothesis: str | None = None) -> np.ndarray:
+    """The bit patterns (rows x k, unsigned) read through ``desc`` from ``smem`` (a SharedMemory).
+
+    This is the one reading every consumer uses: ``wgmma`` and ``tcgen05.mma`` operands
+    (:mod:`simtc.mma.operands`) and ``tcgen05.cp`` sources (:mod:`simtc.tmem.cp`). An int
+    descriptor is decoded for ``smem.arch``. Elements are little-endian.
+    """
+    if not isinstance(desc, SmemDescriptor):
+        desc = SmemDescriptor.from_u64(int(desc), smem.arch)
+    eb = int(elem_bytes)
+    addr = descriptor_addresses(desc, major=major, elem_bytes=eb, rows=rows, k=k,
+                                base_offset_hypothesis=base_offset_hypothesis)
+    raw = np.ascontiguousarray(smem.gather(addr, eb))
+    return raw.view({1: "<u1", 2: "<u2", 4: "<u4"}[eb])[..., 0].astype({1: np.uint8, 2: np.uint16, 4: np.uint32}[eb])

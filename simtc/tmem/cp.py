@@ -44,7 +44,7 @@ from attrs import frozen
 
 from simtc.errors import TmemShapeError
 from simtc.smem.desc import SmemDescriptor
-from simtc.smem.read import descriptor_addresses
+from simtc.smem.read import read_bits
 from simtc.tmem.address import as_address
 
 __all__ = ["CP_SHAPES", "CpShape", "cp_shape", "tcgen05_cp"]
@@ -142,12 +142,10 @@ def cp_shape(shape: str | CpShape, multicast: str | None = None) -> CpShape:
 
 
 def source_words(smem, desc: SmemDescriptor | int, shape: CpShape) -> np.ndarray:
-    """The 32-bit words ``tcgen05.cp`` reads: uint32 (rows, columns), via :func:`descriptor_addresses`."""
-    d = desc if isinstance(desc, SmemDescriptor) else SmemDescriptor.from_u64(int(desc))
+    """The 32-bit words ``tcgen05.cp`` reads: uint32 (rows, columns), via :func:`simtc.smem.read.read_bits`
+    (that is, :func:`~simtc.smem.read.descriptor_addresses`, the reading MMAs use too)."""
     rows = max(shape.rows, 8)  # a 4-row source is the top of an 8-row group (no-swizzle core matrices are 8 rows)
-    addr = descriptor_addresses(d, major="K", elem_bytes=4, rows=rows, k=shape.columns)[: shape.rows]
-    raw = np.ascontiguousarray(smem.gather(addr, 4))
-    return raw.view("<u4")[..., 0].astype(np.uint32)
+    return read_bits(smem, desc, major="K", elem_bytes=4, rows=rows, k=shape.columns)[: shape.rows]
 
 
 def tcgen05_cp(tm, taddr, smem, desc: SmemDescriptor | int, shape: str | CpShape = "128x256b",

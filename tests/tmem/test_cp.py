@@ -71,16 +71,16 @@ def test_multicast_lane_sets_match_ptx_wording():
 
 def test_cp_reads_through_descriptor_addresses(monkeypatch):
     """One source of truth: cp gets its source addresses from simtc.smem.read.descriptor_addresses."""
-    import simtc.tmem.cp as cp_mod
+    import simtc.smem.read as read_mod
 
     calls = []
-    real = cp_mod.descriptor_addresses
+    real = read_mod.descriptor_addresses
 
     def spy(*a, **k):
-        calls.append(k)
+        calls.append({key: v for key, v in k.items() if v is not None})
         return real(*a, **k)
 
-    monkeypatch.setattr(cp_mod, "descriptor_addresses", spy)
+    monkeypatch.setattr(read_mod, "descriptor_addresses", spy)
     sm, tm = SharedMemory(), TensorMemory()
     tm.alloc(32)
     tm.cp(0, sm, SmemDescriptor(start=0, lbo=16, sbo=1024, layout_type="SW128"))
