@@ -237,6 +237,7 @@ def run_checks(arch: str = "auto", seed: int = 0, progress: Callable[[int], None
     from simtc.hw.device import probe
 
     progress = progress or (lambda n: None)
+    _SAVED.clear()  # --save writes the outputs of this run only
     info = probe()
     results = build_checks()
     if arch == "auto":

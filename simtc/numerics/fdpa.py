@@ -163,8 +163,7 @@ def fused_dot_add(a: np.ndarray, b: np.ndarray, c: np.ndarray, *, fmt: str = "bf
         np.trunc(prod, out=prod)  # step 5: truncate each aligned term toward zero
         total = prod.sum(axis=0)
     total += np.trunc(c64 * scale)  # step 6: exact integer sum (< 2**33)
-    e_max_f = e_max
-    exact = np.ldexp(total, e_max_f - f)
+    exact = np.ldexp(total, e_max - f)
     if out == "fp32":
         res = _round_toward_zero_fp32(exact)
         nan = _CANONICAL_NAN
