@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable
 
 import numpy as np
-from attrs import field, frozen
+from attrs import evolve, field, frozen
 
 from simtc.errors import HardwareUnavailable, SimtcError
 
@@ -170,16 +170,12 @@ def gpu_checks(seed: int, progress) -> list[CheckResult]:
 
     wrong = hc.wrong_descriptor_cases(seed)
     res, outs = _gpu_check("wgmma: deliberately wrong descriptors", wrong, progress)
-    results.append(CheckResult(res.check, res.status, res.cases, res.bit_exact, res.elements, res.elements_exact,
-                               res.max_abs_diff, res.cycles, detail="the GPU read what simtc's descriptor reading "
-                               "predicts (LBO/SBO swapped, wrong swizzle code, start +16 B)",
-                               first_mismatch=res.first_mismatch))
+    results.append(evolve(res, detail="the GPU read what simtc's descriptor reading predicts (LBO/SBO swapped, "
+                                      "wrong swizzle code, start +16 B)"))
 
     special = hc.special_value_cases(seed)
     res, _ = _gpu_check("wgmma: NaN/Inf/subnormal bit patterns and overflow", special, progress)
-    results.append(CheckResult(res.check, res.status, res.cases, res.bit_exact, res.elements, res.elements_exact,
-                               res.max_abs_diff, res.cycles, detail="behaviour the model takes from MMA-Sim",
-                               first_mismatch=res.first_mismatch))
+    results.append(evolve(res, detail="behaviour the model takes from MMA-Sim"))
 
     dual, ops = hc.dual_gemm_case(seed)
     res, outs = _gpu_check("dual GEMM split on Hopper (P_lo, P_hi)", dual, progress)
@@ -200,10 +196,9 @@ def gpu_checks(seed: int, progress) -> list[CheckResult]:
     ref_ok &= layout_e
     p = p_lo.astype(np.float32) + p_hi.astype(np.float32)
     err = float(np.abs(p.astype(np.float64) - q.astype(np.float64) @ k.T.astype(np.float64)).max())
-    results.append(CheckResult(res.check, "pass" if res.status == "pass" and ref_ok else "FAIL", res.cases,
-                               res.bit_exact, res.elements, res.elements_exact, res.max_abs_diff, res.cycles,
-                               detail=f"P_lo/P_hi = simtc's tcgen05 Layout-E replay: {layout_e}; "
-                                      f"|P_lo + P_hi - QK^T| <= {err:.2e}", first_mismatch=res.first_mismatch))
+    results.append(evolve(res, status="pass" if res.status == "pass" and ref_ok else "FAIL",
+                          detail=f"P_lo/P_hi = simtc's tcgen05 Layout-E replay: {layout_e}; "
+                                 f"|P_lo + P_hi - QK^T| <= {err:.2e}"))
     for extra in _EXTRA_GPU_CHECKS["sm_90a"]:
         results.extend(extra(seed, progress))
     return results

@@ -52,15 +52,17 @@ _REF_ADDR = "PTX ISA 9.0 §9.7.16.1.1"
 _REF_QUAD = "PTX ISA 9.0 §9.7.16.8.1"
 
 
-def _check_range(lane, column) -> None:
+def check_range(lane, column, what: str = "") -> None:
+    """Raise :class:`TmemAccessError` unless every lane is in 0-127 and every column in 0-511."""
     lane = np.asarray(lane)
     column = np.asarray(column)
+    prefix = f"{what}: " if what else ""
     if lane.size and (lane.min() < 0 or lane.max() >= LANES):
-        raise TmemAccessError(f"lane {int(lane.max() if lane.max() >= LANES else lane.min())} is outside "
+        raise TmemAccessError(f"{prefix}lane {int(lane.max() if lane.max() >= LANES else lane.min())} is outside "
                               f"Tensor Memory's {LANES} lanes (0-{LANES - 1})",
                               rule="TMEM has 128 lanes", ref="PTX ISA 9.0 §9.7.16.1")
     if column.size and (column.min() < 0 or column.max() >= COLUMNS):
-        raise TmemAccessError(f"column {int(column.max() if column.max() >= COLUMNS else column.min())} is "
+        raise TmemAccessError(f"{prefix}column {int(column.max() if column.max() >= COLUMNS else column.min())} is "
                               f"outside Tensor Memory's {COLUMNS} columns (0-{COLUMNS - 1})",
                               rule="TMEM has 512 columns", ref="PTX ISA 9.0 §9.7.16.1")
 
@@ -73,7 +75,7 @@ def pack_taddr(lane, column):
     >>> pack_taddr(np.array([0, 1]), 3).tolist()
     [3, 65539]
     """
-    _check_range(lane, column)
+    check_range(lane, column)
     out = (np.asarray(lane, dtype=np.int64) << 16) | np.asarray(column, dtype=np.int64)
     return int(out) if np.ndim(out) == 0 else out
 
@@ -117,7 +119,7 @@ class TmemAddress:
             v = getattr(self, name)
             if not isinstance(v, (int, np.integer)) or isinstance(v, bool):
                 raise TmemAccessError(f"{name} must be an integer, got {v!r}", rule="taddr fields are integers")
-        _check_range(self.lane, self.column)
+        check_range(self.lane, self.column)
 
     @property
     def taddr(self) -> int:

@@ -38,7 +38,7 @@ import numpy as np
 from attrs import define, field, frozen
 
 from simtc.errors import LaneQuadrantError, TmemAccessError, TmemAllocError, TmemShapeError, TmemWouldBlock
-from simtc.tmem.address import COLUMNS, LANES, QUADRANT_LANES, TmemAddress, as_address, quadrant_lanes
+from simtc.tmem.address import COLUMNS, LANES, QUADRANT_LANES, TmemAddress, as_address, check_range, quadrant_lanes
 from simtc.tmem.ldst import LdStOp
 
 __all__ = ["ALLOC_SIZES", "FULL_WARP", "Allocation", "TensorMemory"]
@@ -202,13 +202,7 @@ class TensorMemory:
         """Raise unless every (lane, column) is inside TMEM and inside a live allocation."""
         lanes = np.asarray(lanes)
         columns = np.asarray(columns)
-        if lanes.size and (lanes.min() < 0 or lanes.max() >= LANES):
-            raise TmemAccessError(f"{what} reaches lane {int(lanes.max() if lanes.max() >= LANES else lanes.min())}, "
-                                  f"outside the {LANES} lanes of Tensor Memory",
-                                  rule="TMEM has 128 lanes", ref="PTX ISA 9.0 §9.7.16.1")
-        if columns.size and (columns.min() < 0 or columns.max() >= COLUMNS):
-            raise TmemAccessError(f"{what} reaches column {int(columns.max())}, outside the {COLUMNS} columns of "
-                                  "Tensor Memory", rule="TMEM has 512 columns", ref="PTX ISA 9.0 §9.7.16.1")
+        check_range(lanes, columns, what)
         owner = self.column_owner[columns]
         if (owner < 0).any():
             bad = np.unique(np.asarray(columns)[owner < 0])
