@@ -159,7 +159,7 @@ _EXTRA_GPU_CHECKS: dict[str, list[Callable]] = {"sm_90a": [_base_offset_experime
 
 def gpu_checks(seed: int, progress) -> list[CheckResult]:
     """Checks on an sm_90a GPU."""
-    from simtc.hw import cases as hc
+    from simtc.hw import suite as hc
     from simtc.mma.wgmma import fragment_to_matrix
     from simtc.numerics.fdpa import tensor_core_mma
 
@@ -205,7 +205,7 @@ def gpu_checks(seed: int, progress) -> list[CheckResult]:
 
 
 def count_gpu_cases(seed: int) -> int:
-    from simtc.hw import cases as hc
+    from simtc.hw import suite as hc
     from simtc.hw.experiments import base_offset_cases
 
     return (len(hc.layout_cases(seed)) + len(hc.wrong_descriptor_cases(seed)) + len(hc.special_value_cases(seed))
@@ -258,7 +258,7 @@ def run_checks(arch: str = "auto", seed: int = 0, progress: Callable[[int], None
 
 
 def _all_cases(seed: int):
-    from simtc.hw import cases as hc
+    from simtc.hw import suite as hc
     from simtc.hw.experiments import base_offset_cases
 
     dual, _ = hc.dual_gemm_case(seed)

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from simtc.hw.cases import Case, _poisoned_memory
+from simtc.hw.suite import Case, _poisoned_memory
 from simtc.hw.wgmma import WgmmaInstr, WgmmaProgram
 from simtc.mma.operands import read_operand
 from simtc.mma.wgmma import matrix_to_fragment

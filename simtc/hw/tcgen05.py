@@ -1,6 +1,6 @@
 """The sm_100a dual-GEMM QK kernel: built and SASS-checked anywhere, run on an sm_100 GPU.
 
-``kernels/tcgen05_dual_qk.cu`` executes FlashMLA's QK step exactly as simtc describes it: 18
+``cuda/tcgen05_dual_qk.cu`` executes FlashMLA's QK step exactly as simtc describes it: 18
 ``tcgen05.cp.128x256b`` of Q into TMEM columns 256-399 and 18 ``tcgen05.mma.ws`` (TS, M=64,
 N=128) into column 400, all descriptors, columns and the instruction descriptor supplied by the
 host; then every warp dumps its TMEM quadrant of columns 256-463.
@@ -26,7 +26,7 @@ PARAM_DTYPE = np.dtype([
 
 
 def kernel_source() -> str:
-    return resources.files("simtc.hw.kernels").joinpath("tcgen05_dual_qk.cu").read_text()
+    return resources.files("simtc.hw.cuda").joinpath("tcgen05_dual_qk.cu").read_text()
 
 
 def pack_params(*, cp_desc, cp_col, b_desc, a_col, enable_d, d_col: int, idesc: int, image_bytes: int) -> bytes:

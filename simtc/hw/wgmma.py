@@ -1,6 +1,6 @@
 """Run simtc-described ``wgmma`` programs on an sm_90a GPU and read the raw accumulators back.
 
-The kernel (``kernels/wgmma_exec.cu``) is a thin executor: simtc builds the shared-memory
+The kernel (``cuda/wgmma_exec.cu``) is a thin executor: simtc builds the shared-memory
 image (:mod:`simtc.smem`) and the descriptors; the GPU copies the image verbatim and runs the
 instructions. :func:`predict` runs the same program through simtc's own ``wgmma`` model, so a
 mismatch is a disagreement between model and hardware.
@@ -55,7 +55,7 @@ def kernel_name(n: int, dtype: str, a_major: str, b_major: str) -> str:
 
 def kernel_source(n: int, dtype: str, a_major: str, b_major: str) -> str:
     """CUDA source of the executor for one (N, dtype, majors) combination."""
-    text = resources.files("simtc.hw.kernels").joinpath("wgmma_exec.cu").read_text()
+    text = resources.files("simtc.hw.cuda").joinpath("wgmma_exec.cu").read_text()
     nreg = n // 2
     fill = {
         "NAME": kernel_name(n, dtype, a_major, b_major),

@@ -5,7 +5,7 @@ import importlib.util
 import numpy as np
 import pytest
 
-from simtc.hw import cases as hc
+from simtc.hw import suite as hc
 from simtc.hw.wgmma import WgmmaProgram, kernel_source, predict
 from simtc.mma.wgmma import fragment_to_matrix
 from simtc.numerics.fdpa import tensor_core_mma

@@ -41,7 +41,7 @@ def test_h200_dual_gemm_equals_the_tcgen05_layout_e_replay():
 
     import numpy as np
 
-    from simtc.hw.cases import dual_gemm_case
+    from simtc.hw.suite import dual_gemm_case
     from simtc.kernels.flashmla import read_p, replay_qk
     from simtc.mma.wgmma import fragment_to_matrix
 
