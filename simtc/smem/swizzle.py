@@ -91,11 +91,6 @@ class SwizzleMode(enum.Enum):
         """2-bit swizzle field in bits 62-63 of an sm90 descriptor (None: not on sm90)."""
         return _INFO[self][4]
 
-    @property
-    def short(self) -> str:
-        """Short name used by the CLI (``SW128``)."""
-        return self.name
-
     def __str__(self) -> str:
         b, m, s = self.cute
         return f"{self.value} (Sw<{b},{m},{s}>)"

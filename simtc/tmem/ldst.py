@@ -38,7 +38,7 @@ A store is the exact inverse of the load with the same shape (CUTLASS defines ev
 from __future__ import annotations
 
 import numpy as np
-from attrs import field, frozen
+from attrs import Converter, field, frozen
 
 from simtc.errors import TmemShapeError
 
@@ -115,6 +115,21 @@ def _check_num(shape: LdStShape, num) -> int:
     return num
 
 
+def _check_imm(op: LdStOp, imm) -> int | None:
+    """``immHalfSplitoff``: only for ``16x32bx2``, default the half span (``num``, or ``2*num`` packed)."""
+    if op.shape.name != "16x32bx2":
+        if imm is not None:
+            raise TmemShapeError(f"only .16x32bx2 takes an immHalfSplitoff immediate, not .{op.shape.name}",
+                                 rule="immHalfSplitoff only with .16x32bx2", ref="PTX ISA 9.0 §9.7.16.8.3")
+        return None
+    if imm is None:
+        return op.half_span
+    if not isinstance(imm, (int, np.integer)) or isinstance(imm, bool) or imm < 0:
+        raise TmemShapeError(f"immHalfSplitoff must be a non-negative integer, got {imm!r}",
+                             rule="16x32bx2 immediate", ref="PTX ISA 9.0 §9.7.16.8.3")
+    return int(imm)
+
+
 @frozen
 class LdStOp:
     """One ``tcgen05.ld`` / ``tcgen05.st`` form: shape, ``.num``, ``.pack::16b`` and the ``16x32bx2`` immediate.
@@ -130,22 +145,10 @@ class LdStOp:
     """
 
     shape: LdStShape = field(converter=ld_st_shape)
-    num: int = field(default=1)
+    num: int = field(default=1, converter=Converter(lambda num, self: _check_num(self.shape, num), takes_self=True))
     pack: bool = field(default=False, converter=bool)
-    imm: int | None = field(default=None)
-
-    def __attrs_post_init__(self) -> None:
-        object.__setattr__(self, "num", _check_num(self.shape, self.num))
-        if self.shape.name == "16x32bx2":
-            if self.imm is None:
-                object.__setattr__(self, "imm", self.half_span)
-            if not isinstance(self.imm, (int, np.integer)) or isinstance(self.imm, bool) or self.imm < 0:
-                raise TmemShapeError(f"immHalfSplitoff must be a non-negative integer, got {self.imm!r}",
-                                     rule="16x32bx2 immediate", ref="PTX ISA 9.0 §9.7.16.8.3")
-            object.__setattr__(self, "imm", int(self.imm))
-        elif self.imm is not None:
-            raise TmemShapeError(f"only .16x32bx2 takes an immHalfSplitoff immediate, not .{self.shape.name}",
-                                 rule="immHalfSplitoff only with .16x32bx2", ref="PTX ISA 9.0 §9.7.16.8.3")
+    imm: int | None = field(default=None, converter=Converter(lambda imm, self: _check_imm(self, imm),
+                                                              takes_self=True))
 
     # ---- sizes ---------------------------------------------------------------------------------
     @property
