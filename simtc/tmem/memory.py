@@ -37,16 +37,33 @@ from __future__ import annotations
 import numpy as np
 from attrs import define, field, frozen
 
-from simtc.errors import LaneQuadrantError, TmemAccessError, TmemAllocError, TmemShapeError, TmemWouldBlock
+from simtc.errors import (
+    LaneQuadrantError,
+    TmemAccessError,
+    TmemAllocError,
+    TmemError,
+    TmemShapeError,
+    TmemWouldBlock,
+)
 from simtc.tmem.address import COLUMNS, LANES, QUADRANT_LANES, TmemAddress, as_address, check_range, quadrant_lanes
 from simtc.tmem.ldst import LdStOp
 
-__all__ = ["ALLOC_SIZES", "FULL_WARP", "Allocation", "TensorMemory"]
+__all__ = ["ALLOC_SIZES", "CTA_WARPS", "FULL_WARP", "ST_DTYPES", "Allocation", "TensorMemory"]
 
 ALLOC_SIZES = (32, 64, 128, 256, 512)
 """Legal ``tcgen05.alloc`` column counts (PTX ISA 9.0 §9.7.16.1.2)."""
 FULL_WARP = 0xFFFFFFFF
 """Active mask of a whole, converged warp."""
+CTA_WARPS = 32
+"""Warps a CTA can have: at most 1024 threads per block (CUDA C++ Programming Guide, "Compute
+Capabilities", maximum threads per block), so CTA warp indices are 0-31."""
+ST_DTYPES = ("u32", "s32", "f32")
+"""What ``tcgen05.st`` values may be, given as ``dtype=``: unsigned 32-bit bit patterns (also ``"b32"``,
+``"uint32"``), signed 32-bit integers (stored two's complement; also ``"i32"``, ``"int32"``), or fp32
+values (their IEEE bits are stored; also ``"fp32"``, ``"float32"``)."""
+_ST_ALIASES = {"u32": "u32", "b32": "u32", "uint32": "u32", "s32": "s32", "i32": "s32", "int32": "s32",
+               "f32": "f32", "fp32": "f32", "float32": "f32"}
+_REF_ST = "PTX ISA 9.0 §9.7.16.8.3 (tcgen05.st stores .b32 registers)"
 
 _REF_ALLOC = "PTX ISA 9.0 §9.7.16.1.2, §9.7.16.7.1"
 _REF_ISSUE = "PTX ISA 9.0 §9.7.16.6 Table 46"
@@ -74,10 +91,16 @@ class Allocation:
         return f"allocation #{self.id}: columns {self.column}-{self.end - 1} ({self.ncols}), by warp {self.warp}"
 
 
+def _check_warp_index(op: str, warp, error: type[TmemError]) -> None:
+    """Raise ``error`` unless ``warp`` is a CTA warp index 0-31."""
+    if not isinstance(warp, (int, np.integer)) or isinstance(warp, bool) or not 0 <= warp < CTA_WARPS:
+        raise error(f"{op}: warp must be a CTA warp index 0-{CTA_WARPS - 1} (a CTA has at most {CTA_WARPS} warps, "
+                    f"1024 threads), got {warp!r}", rule=f"CTA warp index 0-{CTA_WARPS - 1}",
+                    ref="CUDA C++ Programming Guide, maximum threads per block (1024)")
+
+
 def _check_warp_issue(op: str, warp, active_mask) -> None:
-    if not isinstance(warp, (int, np.integer)) or isinstance(warp, bool) or warp < 0:
-        raise TmemAllocError(f"{op}: warp must be a non-negative CTA warp index, got {warp!r}",
-                             rule="issued by one warp", ref=_REF_ISSUE)
+    _check_warp_index(op, warp, TmemAllocError)
     if active_mask != FULL_WARP:
         raise TmemAllocError(
             f"{op} is .sync.aligned: all 32 threads of the warp must execute it together (active mask "
@@ -219,9 +242,10 @@ class TensorMemory:
 
     # ---- tcgen05.ld / tcgen05.st -------------------------------------------------------------------
     def _ldst_cells(self, kind: str, taddr, op: LdStOp, warp: int) -> tuple[np.ndarray, np.ndarray]:
+        name = op.ptx(kind)
+        _check_warp_index(name, warp, LaneQuadrantError)
         addr = as_address(taddr)
         lo, hi = quadrant_lanes(warp)
-        name = op.ptx(kind)
         align = QUADRANT_LANES if op.lanes == 32 else 16
         last = addr.lane + op.lanes - 1
         if addr.lane < lo or last > hi:
@@ -255,11 +279,30 @@ class TensorMemory:
         return (v[..., 0] & 0xFFFF) | ((v[..., 1] & 0xFFFF) << 16)
 
     def st(self, taddr: int | TmemAddress, values, shape: str | LdStOp = "32x32b", num: int = 1, *, warp: int,
-           unpack: bool = False, imm: int | None = None, label: str | None = None) -> None:
+           unpack: bool = False, imm: int | None = None, label: str | None = None, dtype: str | None = None) -> None:
         """``tcgen05.st``: the exact inverse of :meth:`ld`; ``values`` is (32 threads, registers).
+
+        Registers are 32-bit bit patterns. Without ``dtype``, ``values`` must be integers in
+        0..2**32-1 (e.g. a ``uint32`` array); floats, negative numbers and wider values are refused
+        rather than converted. With ``dtype`` (one of :data:`ST_DTYPES`) the values' bits in that
+        type are stored: ``dtype="f32"`` stores each value's fp32 bits (values must be exactly
+        representable in fp32), ``dtype="s32"`` stores signed integers two's complement.
 
         With ``.unpack::16b`` each register's two 16-bit halves go to the low 16 bits of two
         cells; simtc writes their high 16 bits as zero [inferred: PTX does not say].
+
+        >>> tm = TensorMemory(); _ = tm.alloc(32)
+        >>> tm.st(0, np.full((32, 1), 1.5, np.float32), warp=0, dtype="f32")
+        >>> hex(int(tm.ld(0, warp=0)[0, 0]))
+        '0x3fc00000'
+        >>> tm.st(0, np.full((32, 1), 1.5), warp=0)
+        Traceback (most recent call last):
+        ...
+        simtc.errors.TmemError: tcgen05.st.sync.aligned.32x32b.x1.b32: values of type float64 are not 32-bit
+        register bit patterns; pass unsigned integers 0..2**32-1 (e.g. a uint32 array), or say what they are with
+        dtype='f32' (fp32 bits) or dtype='s32' (two's complement) [rule: tcgen05.st stores 32-bit bit patterns:
+        integers 0..2**32-1, or values of an explicit dtype (u32, s32, f32); PTX ISA 9.0 §9.7.16.8.3
+        (tcgen05.st stores .b32 registers)]
         """
         op = shape if isinstance(shape, LdStOp) else LdStOp(shape, num, pack=unpack, imm=imm)
         if op.shape.name == "16x32bx2" and op.imm < op.half_span:
@@ -268,12 +311,11 @@ class TensorMemory:
                 "store to the same cells", rule="16x32bx2 store halves must not overlap [inferred]",
                 ref="PTX ISA 9.0 §9.7.16.8.4",
             )
-        v = np.asarray(values)
+        v = _register_bits(values, dtype, op.ptx("st"))
         if v.shape != (32, op.nregs):
             raise TmemShapeError(f"{op.ptx('st')} stores {op.nregs} register(s) from each of 32 "
                                  f"threads: values must have shape (32, {op.nregs}), got {v.shape}",
                                  rule="registers per thread", ref="PTX ISA 9.0 §9.7.16.8.3 Tables 47/48")
-        v = v.astype(np.uint32)
         lanes, cols = self._ldst_cells("st", taddr, op, warp)
         v = np.stack([v & 0xFFFF, v >> 16], axis=-1) if op.pack else v[..., None]
         self.write_cells(lanes, cols, v, self.instruction(label or f"{op.ptx('st')} (warp {warp})"))
@@ -291,6 +333,42 @@ class TensorMemory:
         from simtc.render.tmem import TmemMapView
 
         return TmemMapView(self)
+
+
+def _register_bits(values, dtype: str | None, what: str) -> np.ndarray:
+    """``values`` as uint32 register bit patterns, refusing every silent conversion (see :meth:`TensorMemory.st`)."""
+    rule = "tcgen05.st stores 32-bit bit patterns: integers 0..2**32-1, or values of an explicit dtype (u32, s32, f32)"
+    kind = _ST_ALIASES.get(str(dtype).lower()) if dtype is not None else "u32"
+    if kind is None:
+        raise TmemError(f"{what}: dtype {dtype!r} is not a 32-bit register type; use one of {', '.join(ST_DTYPES)}",
+                        rule=rule, ref=_REF_ST)
+    try:
+        v = np.asarray(values)
+    except (ValueError, TypeError) as e:  # ragged nested sequences
+        raise TmemError(f"{what}: values are not a rectangular array ({e})", rule=rule, ref=_REF_ST) from None
+    if kind == "f32":
+        if v.dtype.kind not in "uif":
+            raise TmemError(f"{what}: dtype='f32' takes numbers, got values of type {v.dtype}", rule=rule, ref=_REF_ST)
+        with np.errstate(over="ignore", invalid="ignore"):
+            v32 = v.astype(np.float32)
+            exact = (v32.astype(v.dtype) == v) | (np.isnan(v) if v.dtype.kind == "f" else False)
+        if not np.all(exact):
+            i = tuple(int(x) for x in np.argwhere(~exact)[0])
+            raise TmemError(f"{what}: values{list(i)} = {v[i]!r} is not exactly representable in fp32; round it "
+                            "first (e.g. with numpy's astype(np.float32))", rule=rule, ref=_REF_ST)
+        return v32.view(np.uint32)
+    if v.dtype.kind not in "ui":
+        hint = "dtype='f32' (fp32 bits) or dtype='s32' (two's complement)"
+        raise TmemError(f"{what}: values of type {v.dtype} are not 32-bit register bit patterns; pass unsigned "
+                        f"integers 0..2**32-1 (e.g. a uint32 array), or say what they are with {hint}",
+                        rule=rule, ref=_REF_ST)
+    lo, hi = (0, 2**32 - 1) if kind == "u32" else (-(2**31), 2**31 - 1)
+    if v.size and (int(v.min()) < lo or int(v.max()) > hi):
+        bad = int(v.min()) if int(v.min()) < lo else int(v.max())
+        other = " (negative numbers: dtype='s32' stores them two's complement)" if kind == "u32" and bad < 0 else ""
+        raise TmemError(f"{what}: value {bad} does not fit a {kind} register ({lo}..{hi}){other}",
+                        rule=rule, ref=_REF_ST)
+    return v.astype(np.int32).view(np.uint32) if kind == "s32" else v.astype(np.uint32)
 
 
 def _ranges(cols: np.ndarray) -> str:
