@@ -2,15 +2,22 @@
 
 Each subcommand lives in its own module with a ``register(subparsers)`` function that only
 declares arguments (cheap: no numpy, no rich at import) and sets ``handler`` to a function
-``run(args) -> int`` that imports what it needs. ``--json`` prints machine-readable output;
-errors print one line naming the broken rule and exit 2.
+``run(args) -> int`` that imports what it needs. ``--json`` prints machine-readable output.
+
+Every failure prints exactly one line ``simtc: error: <message> [rule: ...; <ref>]`` on stderr:
+exit status 2 for a bad command line or input (argparse's own usage errors included), 1 when a
+check ran and failed (a :class:`~simtc.errors.SimtcError` with ``exit_code = 1``); never a
+traceback (set ``SIMTC_TRACEBACK=1`` to see one for an internal error).
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
+
+from simtc.cli._common import ArgumentParser, UsageError
 
 __all__ = ["build_parser", "main"]
 
@@ -21,7 +28,7 @@ COMMAND_MODULES = ("smem", "tmem", "decode", "crosscheck")
 def build_parser() -> argparse.ArgumentParser:
     from simtc import __version__
 
-    parser = argparse.ArgumentParser(
+    parser = ArgumentParser(
         prog="simtc",
         description="simtc: see NVIDIA tcgen05 tensor-core data flow - shared-memory layouts, descriptors, "
                     "Tensor Memory - exact to the byte.",
@@ -39,20 +46,37 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _fail(message: str) -> None:
+    print(f"simtc: error: {' '.join(str(message).split())}", file=sys.stderr)
+
+
 def main(argv: list[str] | None = None) -> int:
-    """Entry point of the ``simtc`` console script."""
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    handler = getattr(args, "handler", None)
-    if handler is None:
-        parser.print_help()
-        return 0 if args.command is None else 2
+    """Entry point of the ``simtc`` console script; returns the exit status."""
     from simtc.errors import SimtcError
 
     try:
+        parser = build_parser()
+        args = parser.parse_args(argv)
+        handler = getattr(args, "handler", None)
+        if handler is None:  # bare `simtc`: help on stdout, the reason on stderr, exit 2
+            parser.print_help()
+            raise UsageError("a command is required", rule="simtc COMMAND ...", ref="see 'simtc --help'")
         return int(handler(args) or 0)
     except SimtcError as e:
-        print(f"simtc: error: {e}", file=sys.stderr)
-        return 2
+        _fail(str(e))
+        return int(getattr(e, "exit_code", 2))
     except BrokenPipeError:  # pragma: no cover - e.g. `simtc ... | head`
         return 0
+    except KeyboardInterrupt:  # pragma: no cover - interactive only
+        _fail("interrupted [rule: stopped by the user]")
+        return 130
+    except OSError as e:
+        name = f" {e.filename!r}" if getattr(e, "filename", None) else ""
+        _fail(f"cannot access{name}: {e.strerror or e} [rule: files must exist and be readable/writable]")
+        return 2
+    except Exception as e:
+        if os.environ.get("SIMTC_TRACEBACK"):
+            raise
+        _fail(f"internal error {type(e).__name__}: {e} [rule: none - this is a bug in simtc; please report "
+              f"the command line (SIMTC_TRACEBACK=1 shows the traceback)]")
+        return 1

@@ -263,12 +263,15 @@ class CanonicalLayout:
         >>> [CanonicalLayout("bf16", "K", "SW128", 64, 128).slice_start(s) for s in range(6)]
         [0, 32, 64, 96, 8192, 8224]
         """
-        n = self.cols * self.elem_bytes // INSTR_K_BYTES
-        if not 0 <= k_slice < max(n, 1) or self.cols * self.elem_bytes % INSTR_K_BYTES:
+        k_bytes = self.cols * self.elem_bytes
+        n = k_bytes // INSTR_K_BYTES
+        rule = f"an instruction's K slice is {INSTR_K_BYTES} bytes; the tile holds at least one, and whole ones"
+        if n == 0 or k_bytes % INSTR_K_BYTES:
             raise LayoutError(
-                f"k_slice {k_slice} outside the tile's {n} instruction-K slices of {INSTR_K_BYTES} B",
-                rule="K extent = whole instruction slices",
-            )
+                f"the tile's K extent is {self.cols} x {self.elem_bytes} B = {k_bytes} B, not a whole number of "
+                f"{INSTR_K_BYTES}-byte instruction-K slices, so no descriptor can be built for it", rule=rule)
+        if not 0 <= k_slice < n:
+            raise LayoutError(f"k_slice {k_slice} outside the tile's {n} instruction-K slices (0..{n - 1})", rule=rule)
         return int(self.linear_offset(0, k_slice * self.k_slice_elems))
 
     def descriptor(self, *, arch: str = "sm100", start: int = 0, k_slice: int = 0):

@@ -96,7 +96,9 @@ def test_console_script_help_is_cheap():
 
 
 def test_cli_input_limits(capsys):
+    rc, out, err = run(capsys, "smem", "layout", "--rows", "4096", "--cols", "64", "--json")   # 512 KiB
+    assert rc == 2 and out == "" and "524288 B" in err and "227 KiB of shared memory per block" in err
     rc, out, err = run(capsys, "smem", "layout", "--rows", "1000000", "--cols", "64", "--json")
-    assert rc == 2 and out == "" and "227 KiB per block" in err
+    assert rc == 2 and out == "" and "1..232448" in err and "227 KiB" in err
     rc, out, err = run(capsys, "smem", "banks", "--stride", "-4")
     assert rc == 2 and "negative address" in err
