@@ -128,11 +128,16 @@ def fused_dot_add(a: np.ndarray, b: np.ndarray, c: np.ndarray, *, fmt: str = "bf
     if out not in ("fp32", "fp16"):
         raise DtypeError(f"accumulator type {out!r}: fp32 or fp16", rule="kind::f16 D types",
                          ref="PTX ISA 9.0 §9.7.16.2.1 Table 39")
+    if fmt not in _INPUT_FORMATS:
+        raise DtypeError(f"fused_dot_add takes fmt 'bf16' or 'fp16', not {fmt!r}", rule=_RULE_INPUTS,
+                         ref="PTX ISA 9.0 §9.7.16.2.1 Table 39")
     e_zero = params.e_zero if out == "fp32" else params.e_zero_f16
+    a, b, c = (_numeric(x, name) for x, name in ((a, "a"), (b, "b"), (c, "c")))
+    _check_shapes(a, b, c)
     with np.errstate(invalid="ignore"):  # signalling-NaN payloads warn when widened
-        a64 = np.asarray(a, dtype=np.float64)
-        b64 = np.asarray(b, dtype=np.float64)
-        c64 = np.asarray(c, dtype=np.float32).astype(np.float64)
+        a64 = a.astype(np.float64)
+        b64 = b.astype(np.float64)
+        c64 = c.astype(np.float32).astype(np.float64)
     f = params.frac_bits
     finite = bool(np.isfinite(a64).all() and np.isfinite(b64).all() and np.isfinite(c64).all())
     if not finite:
@@ -186,6 +191,38 @@ def _special_values(a64, b64, c64):
     return clean[0], clean[1], clean[2], special
 
 
+_INPUT_FORMATS = ("bf16", "fp16")
+_RULE_INPUTS = "kind::f16 inputs are f16 or bf16"
+_REF_SHAPES = "PTX ISA 9.0 §9.7.16.2.1 Table 39 (kind::f16: K = 16 per instruction)"
+
+
+def _numeric(x, name: str) -> np.ndarray:
+    """``x`` as a numpy array of real numbers, or a DtypeError naming the rule."""
+    try:
+        arr = np.asarray(x)
+    except (ValueError, TypeError) as e:  # ragged nested sequences
+        raise DtypeError(f"{name} is not a rectangular array of numbers ({e})", rule="operands are numeric arrays") \
+            from None
+    if arr.dtype.kind not in "uif":
+        raise DtypeError(f"{name} must hold real numbers, got an array of {arr.dtype}",
+                         rule="operands are numeric arrays")
+    return arr
+
+
+def _check_shapes(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> None:
+    """A (M, K), B (N, K), C (M, N) with M, N, K >= 1, or a ShapeError naming the rule."""
+    if a.ndim != 2 or b.ndim != 2 or a.shape[1] != b.shape[1]:
+        raise ShapeError(f"A must be (M, K) and B (N, K) with the same K; got {a.shape} and {b.shape}",
+                         rule="D = A @ B.T: A is (M, K), B is (N, K)", ref=_REF_SHAPES)
+    (m, k), n = a.shape, b.shape[0]
+    if min(m, n, k) < 1:
+        raise ShapeError(f"M = {m}, N = {n}, K = {k}: a tensor-core product has at least one row, column and "
+                         "K element", rule="M, N, K >= 1", ref=_REF_SHAPES)
+    if c.shape != (m, n):
+        raise ShapeError(f"C must be (M, N) = {(m, n)}, got {c.shape}", rule="D = A @ B.T + C: C is (M, N)",
+                         ref=_REF_SHAPES)
+
+
 def _check_representable(x: np.ndarray, dtype: str, name: str) -> None:
     x32 = np.asarray(x, dtype=np.float32)
     if dtype == "bf16":  # bf16 values are float32 values whose low 16 bits are zero
@@ -221,8 +258,10 @@ def tensor_core_mma(a, b, c=None, *, dtype: str = "bf16", instr_k: int = 16, arc
     dtype:
         ``"bf16"`` or ``"fp16"``; anything else raises :class:`~simtc.errors.DtypeError`.
     instr_k:
-        K consumed per instruction (16 on the hardware); K must be a multiple of it. Chunks are
-        processed in order, each one's result feeding the next as C.
+        K one instruction consumes: for kind::f16 (bf16 or fp16 inputs) that is 16 (32 bytes of
+        K per instruction, ``ARCH_PARAMS[arch].instr_k``), the only value accepted; K must be a
+        positive multiple of it. Chunks are processed in order, each one's result feeding the next
+        as C. (To study another blocking, chain :func:`fused_dot_add` over chunks of your choice.)
     arch:
         ``"sm100"`` (tcgen05) or ``"sm90"`` (wgmma).
     d_dtype:
@@ -230,29 +269,38 @@ def tensor_core_mma(a, b, c=None, *, dtype: str = "bf16", instr_k: int = 16, arc
         hold fp16 values, and D is rounded to nearest even to fp16 after every instruction).
 
     Returns float32 D of shape (M, N).
+
+    >>> tensor_core_mma(np.ones((1, 16), np.float32), np.ones((1, 16), np.float32), instr_k=7)
+    Traceback (most recent call last):
+    ...
+    simtc.errors.ShapeError: instr_k = 7: a kind::f16 instruction (bf16 inputs) consumes K = 16
+    [rule: instr_k is the K one instruction of the kind consumes (kind::f16: 16); PTX ISA 9.0 §9.7.16.2.1
+    Table 39 (kind::f16: K = 16 per instruction)]
     """
-    if dtype not in ("bf16", "fp16"):
+    if dtype not in _INPUT_FORMATS:
         raise DtypeError(f"tensor_core_mma takes dtype 'bf16' or 'fp16', not {dtype!r}",
                          rule="kind::f16 inputs are f16 or bf16 with an f32 accumulator",
                          ref="PTX ISA 9.0 §9.7.16.2.1 Table 39")
     try:
         params = ARCH_PARAMS[arch]
-    except KeyError:
+    except (KeyError, TypeError):
         raise SimtcError(f"unknown architecture {arch!r}; use sm100 (tcgen05) or sm90 (wgmma)",
                          rule="modelled architectures") from None
-    a = np.asarray(a)
-    b = np.asarray(b)
-    if a.ndim != 2 or b.ndim != 2 or a.shape[1] != b.shape[1]:
-        raise ShapeError(f"A must be (M, K) and B (N, K) with the same K; got {a.shape} and {b.shape}",
-                         rule="D = A @ B.T")
+    if not isinstance(instr_k, (int, np.integer)) or isinstance(instr_k, bool) or instr_k != params.instr_k:
+        raise ShapeError(f"instr_k = {instr_k!r}: a kind::f16 instruction ({dtype} inputs) consumes K = "
+                         f"{params.instr_k}", rule=f"instr_k is the K one instruction of the kind consumes "
+                         f"(kind::f16: {params.instr_k})", ref=_REF_SHAPES)
+    a, b = _numeric(a, "a"), _numeric(b, "b")
+    if a.ndim != 2 or b.ndim != 2 or a.shape[1] != b.shape[1]:  # before C's default needs (M, N)
+        _check_shapes(a, b, a)
     m, k = a.shape
     n = b.shape[0]
-    if not isinstance(instr_k, int) or instr_k <= 0 or k % instr_k:
+    c = np.zeros((m, n), np.float32) if c is None else _numeric(c, "c")
+    _check_shapes(a, b, c)
+    if k % instr_k:
         raise ShapeError(f"K = {k} is not a whole number of instructions of K = {instr_k}",
-                         rule="K is consumed in whole instructions")
-    c = np.zeros((m, n), np.float32) if c is None else np.asarray(c)
-    if c.shape != (m, n):
-        raise ShapeError(f"C must be (M, N) = {(m, n)}, got {c.shape}", rule="D = A @ B.T + C")
+                         rule=f"K is a positive multiple of instr_k = {instr_k} (K is consumed in whole instructions)",
+                         ref=_REF_SHAPES)
     for x, name in ((a, "a"), (b, "b")):
         if x.dtype != np.float32:
             raise DtypeError(f"{name} must be a float32 array, got {x.dtype}", rule="operands as float32")
