@@ -6,6 +6,9 @@
 * :class:`LayoutView` -- where each ``D[m][n]`` of an MMA lands for a data-path layout:
   a footprint picture plus a table of which rows/columns of D each 16-lane group holds.
 * :class:`LdView` -- a ``tcgen05.ld/st`` form: which thread and register own each cell.
+* :class:`CpView` -- a ``tcgen05.cp`` shape: which TMEM lanes each shared-memory source row goes to.
+
+Wide pictures fold into stacked panels on a narrow console; nothing is cut.
 
 Every number comes from :mod:`simtc.tmem`; the views only draw.
 """
@@ -18,14 +21,16 @@ from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
 
+from simtc.render.fold import fold_columns, too_narrow, width_of
 from simtc.render.theme import phase_style, style
 from simtc.tmem.address import COLUMNS, LANES, QUADRANT_LANES
+from simtc.tmem.cp import CpShape
 from simtc.tmem.layouts import DataPathLayout
 from simtc.tmem.ldst import LdStOp
 from simtc.tmem.memory import TensorMemory
 from simtc.tmem.regions import TmemRegion
 
-__all__ = ["LayoutView", "LdView", "TmemMapView"]
+__all__ = ["CpView", "LayoutView", "LdView", "TmemMapView"]
 
 _SYMBOLS = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
 _MIXED = "▒"
@@ -115,20 +120,16 @@ class TmemMapView(JupyterMixin):
         return _SYMBOLS[v % len(_SYMBOLS)]
 
     def __rich_measure__(self, console, options):
-        w = 12 + COLUMNS // self.bc
-        return Measurement(w, max(w, 90))
+        w = 11 + COLUMNS // self.bc
+        return Measurement(min(w, 11 + 64), max(w, 90))
 
-    def __rich_console__(self, console, options):
-        lab, names = self.labels()
-        blocks = _block_labels(lab, self.bl, self.bc)
-        head = self.title or f"Tensor Memory 128 lanes x 512 columns, coloured by {self.by}"
-        yield Text(f"{head}  (1 character = {self.bl} lanes x {self.bc} columns; {_MIXED} = mixed, "
-                   f"{_EMPTY} = none)", style=style("simtc.title"))
-        ticks = [" "] * (COLUMNS // self.bc)
+    def _panel(self, blocks: np.ndarray, p0: int, p1: int):
+        """Lines of the map for block columns ``p0:p1`` (one panel)."""
+        ticks = [" "] * (p1 - p0)
         for c in range(0, COLUMNS, 64):
             for j, ch in enumerate(str(c)):
-                if c // self.bc + j < len(ticks):
-                    ticks[c // self.bc + j] = ch
+                if p0 <= c // self.bc + j < p1 and c // self.bc >= p0:
+                    ticks[c // self.bc + j - p0] = ch
         yield Text(f"{'column':>9}  " + "".join(ticks), style=style("simtc.header"))
         for r in range(blocks.shape[0]):
             lane0 = r * self.bl
@@ -138,8 +139,27 @@ class TmemMapView(JupyterMixin):
                            style=style("simtc.header"))
             line = Text(f"{lane0:>4}-{lane0 + self.bl - 1:<4}  " if self.bl > 1 else f"{lane0:>9}  ",
                         style=style("simtc.dim"))
-            line.append_text(_grid_line(blocks[r], self._symbol, _label_style))
+            line.append_text(_grid_line(blocks[r, p0:p1], self._symbol, _label_style))
             yield line
+
+    def __rich_console__(self, console, options):
+        lab, names = self.labels()
+        blocks = _block_labels(lab, self.bl, self.bc)
+        head = self.title or f"Tensor Memory 128 lanes x 512 columns, coloured by {self.by}"
+        yield Text(f"{head}  (1 character = {self.bl} lanes x {self.bc} columns; {_MIXED} = mixed, "
+                   f"{_EMPTY} = none)", style=style("simtc.title"))
+        nchar = COLUMNS // self.bc
+        avail = options.max_width - 11
+        if avail < 8:
+            yield too_narrow("TMEM map", 11 + min(nchar, 64), options.max_width)
+            return
+        tick = max(1, 64 // self.bc)                 # characters between column ticks (every 64 columns)
+        per_panel = nchar if avail >= nchar else (avail // tick * tick or avail)
+        for p0 in range(0, nchar, per_panel):
+            p1 = min(nchar, p0 + per_panel)
+            if per_panel < nchar:
+                yield Text(f"columns {p0 * self.bc}-{p1 * self.bc - 1} of 0-{COLUMNS - 1}", style=style("simtc.note"))
+            yield from self._panel(blocks, p0, p1)
         present = np.unique(lab[lab >= 0])
         legend = Table(box=None, padding=(0, 1), show_header=False)
         for v in present[:24].tolist():
@@ -233,8 +253,8 @@ class LdView(JupyterMixin):
         self.op, self.warp, self.max_columns, self.threads_listed = op, warp, max_columns, threads_listed
 
     def __rich_measure__(self, console, options):
-        w = 8 + 8 * min(self.op.span, self.max_columns)
-        return Measurement(min(w, 40), w)
+        w = 5 + 9 * min(self.op.span, self.max_columns)
+        return Measurement(min(w, 14), w)
 
     def __rich_console__(self, console, options):
         op = self.op
@@ -249,25 +269,74 @@ class LdView(JupyterMixin):
                        "or h (high half)", style=style("simtc.note"))
         thr, reg, half = op.thread_of()
         shown = min(op.span, self.max_columns)
-        table = Table(box=None, padding=(0, 1), header_style=style("simtc.header"), pad_edge=False)
-        table.add_column("lane", justify="right", style=style("simtc.header"))
+        cols = []
         for c in range(shown):
-            table.add_column(f"+{c}", justify="center")
-        for ln in range(op.lanes):
             cells = []
-            for c in range(shown):
+            for ln in range(op.lanes):
                 t, r, h = int(thr[ln, c]), int(reg[ln, c]), int(half[ln, c])
                 if t < 0:
                     cells.append(Text(_EMPTY, style=style("simtc.dim")))
                 else:
                     cells.append(Text(f"t{t}r{r}" + ("lh"[h] if op.pack else ""), style=phase_style(t % 8)))
-            table.add_row(f"+{ln}", *cells)
-        yield table
+            cols.append((f"+{c}", cells))
+        fixed = width_of("lane", *(f"+{ln}" for ln in range(op.lanes)))
+        widths = [width_of(h, *cells) + 1 for h, cells in cols]
+        chunks = fold_columns(widths, fixed=fixed, max_width=options.max_width)
+        if not chunks:
+            yield too_narrow("tcgen05.ld map", fixed + max(widths), options.max_width)
+        for chunk in chunks:
+            if len(chunks) > 1:
+                yield Text(f"column offsets +{chunk.start} to +{chunk.stop - 1} of the {shown} shown",
+                           style=style("simtc.note"))
+            table = Table(box=None, padding=(0, 0, 0, 1), header_style=style("simtc.header"), pad_edge=False)
+            table.add_column("lane", justify="right", style=style("simtc.header"), no_wrap=True)
+            for c in chunk:
+                table.add_column(cols[c][0], justify="center", no_wrap=True)
+            for ln in range(op.lanes):
+                table.add_row(f"+{ln}", *(cols[c][1][ln] for c in chunk))
+            yield table
         if shown < op.span:
-            yield Text(f"... {op.span - shown} more columns", style=style("simtc.dim"))
+            yield Text(f"... column offsets +{shown} to +{op.span - 1} not drawn (max_columns = {self.max_columns}); "
+                       "the thread list below and --json give every cell", style=style("simtc.dim"))
         lane, col = op.lane_offsets(), op.columns()
         for t in range(min(self.threads_listed, 32)):
             regs = " ".join(f"r{i}=({int(lane[t, i])},{','.join(str(int(c)) for c in col[t, i])})"
                             for i in range(min(op.nregs, 8)))
             more = " ..." if op.nregs > 8 else ""
             yield Text(f"thread {t}: {regs}{more}", style=style("simtc.dim"))
+
+
+class CpView(JupyterMixin):
+    """A ``tcgen05.cp`` shape: source row -> TMEM lanes, at most ``max_rows`` rows (every k-th, said in the title).
+
+    >>> from simtc.render import to_text
+    >>> from simtc.tmem import cp_shape
+    >>> "every 8th source row" in to_text(CpView(cp_shape("128x256b")))
+    True
+    """
+
+    def __init__(self, shape: CpShape, *, max_rows: int = 16):
+        from simtc.errors import SimtcError
+
+        if max_rows < 1:
+            raise SimtcError(f"max_rows must be at least 1, got {max_rows}", rule="tcgen05.cp view")
+        self.shape, self.max_rows = shape, max_rows
+
+    def __rich_console__(self, console, options):
+        cs = self.shape
+        lanes = cs.lanes()
+        step = -(-cs.rows // self.max_rows)
+        yield Text(f"{cs.ptx()}: {cs.rows} source rows x {cs.columns} columns ({cs.columns * 4} bytes per row)",
+                   style=style("simtc.title"))
+        yield Text(f"source: {cs.status}; CUTLASS {cs.cutlass}", style=style("simtc.note"))
+        shown = range(0, cs.rows, step)
+        if step > 1:
+            suffix = {2: "nd", 3: "rd"}.get(step % 10 if step % 100 not in (11, 12, 13) else 0, "th")
+            yield Text(f"showing every {step}{suffix} source row ({len(shown)} of {cs.rows}: rows 0, {step}, "
+                       f"{2 * step}, ...); the JSON form lists every row", style=style("simtc.inferred"))
+        table = Table(box=None, padding=(0, 1), header_style=style("simtc.header"), pad_edge=False)
+        table.add_column("source row", justify="right", no_wrap=True)
+        table.add_column("TMEM lanes (offsets from taddr)")
+        for r in shown:
+            table.add_row(str(r), Text(", ".join(str(int(x)) for x in lanes[r]), style=phase_style(r % 8)))
+        yield table
