@@ -96,4 +96,4 @@ def test_other_views_fit():
 def test_too_narrow_says_the_width_needed():
     text = to_text(BankMapView(bank_conflicts(np.arange(32) * 4)), width=12)
     assert "bank map: needs a console at least 16 characters wide (this one has 12)" in " ".join(text.split())
-    assert "…" not in text and not any(ln.startswith("phase") for ln in text.splitlines())
+    assert "…" not in text and not re.search(r"^phase +0 ", text, re.M)   # no cut table
