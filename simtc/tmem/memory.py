@@ -17,9 +17,12 @@ Allocation rules (PTX ISA 9.0 §9.7.16.1.2, §9.7.16.7.1; CUTLASS
   ``UTCATOMSWS.FIND_AND_SET.ALIGN``; FlashMLA asserts its 512-column block starts at 0].
 
 Every access is checked against the allocations; ``tcgen05.ld/st`` also against the
-lane-quadrant rule. Each cell remembers the instruction that last wrote it
-(:attr:`TensorMemory.last_writer` indexes :attr:`TensorMemory.instructions`), for rendering
-and for later hazard checks.
+lane-quadrant rule. Every read goes through :meth:`TensorMemory.read_cells` and every write
+through :meth:`TensorMemory.write_cells`, which tell an observer (:attr:`TensorMemory.on_access`)
+when one is set. Each cell remembers the instruction that last wrote it
+(:attr:`TensorMemory.last_writer` indexes :attr:`TensorMemory.writers`, the instruction records
+themselves; :attr:`TensorMemory.instructions` gives their labels), for rendering and for hazard
+checks.
 
 >>> tm = TensorMemory()
 >>> tm.alloc(256, warp=0)
@@ -33,6 +36,8 @@ TmemAddress(lane=0, column=256)
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 import numpy as np
 from attrs import define, field, frozen
@@ -48,7 +53,7 @@ from simtc.errors import (
 from simtc.tmem.address import COLUMNS, LANES, QUADRANT_LANES, TmemAddress, as_address, check_range, quadrant_lanes
 from simtc.tmem.ldst import LdStOp
 
-__all__ = ["ALLOC_SIZES", "CTA_WARPS", "FULL_WARP", "ST_DTYPES", "Allocation", "TensorMemory"]
+__all__ = ["ALLOC_SIZES", "CTA_WARPS", "FULL_WARP", "ST_DTYPES", "Allocation", "TensorMemory", "writer_label"]
 
 ALLOC_SIZES = (32, 64, 128, 256, 512)
 """Legal ``tcgen05.alloc`` column counts (PTX ISA 9.0 §9.7.16.1.2)."""
@@ -118,9 +123,13 @@ class TensorMemory:
     column_owner: np.ndarray = field(init=False, factory=lambda: np.full(COLUMNS, -1, dtype=np.int32))
     """Allocation id owning each column (-1 = free); allocations span all lanes."""
     last_writer: np.ndarray = field(init=False, factory=lambda: np.full((LANES, COLUMNS), -1, dtype=np.int32))
-    """Index into :attr:`instructions` of the instruction that last wrote each cell (-1 = never)."""
-    instructions: list[str] = field(init=False, factory=list)
-    """Names of the instructions that wrote TMEM, in issue order (ids used by :attr:`last_writer`)."""
+    """Index into :attr:`writers` of the instruction that last wrote each cell (-1 = never)."""
+    writers: list = field(init=False, factory=list)
+    """What wrote TMEM, in issue order (ids used by :attr:`last_writer`): the instruction records themselves
+    (:mod:`simtc.isa`), or plain names for writes made without a record."""
+    on_access: Callable | None = field(init=False, default=None)
+    """Observer of every cell access, ``on_access(kind, lanes, columns)`` with kind ``"tmem.read"`` or
+    ``"tmem.write"`` (set by :class:`simtc.semantics.Cta`); None = nobody is watching."""
     allocations: dict[int, Allocation] = field(init=False, factory=dict)
     """Live allocations by id."""
     history: list[Allocation] = field(init=False, factory=list)
@@ -216,10 +225,20 @@ class TensorMemory:
         return np.broadcast_to(self.column_owner, (LANES, COLUMNS))
 
     # ---- checked cell access (used by ld / st / cp / mma) ----------------------------------------
-    def instruction(self, name: str) -> int:
-        """Register an instruction name; returns its id for :attr:`last_writer`."""
-        self.instructions.append(str(name))
-        return len(self.instructions) - 1
+    def instruction(self, writer) -> int:
+        """Register a writer (an instruction record, or a name); returns its id for :attr:`last_writer`."""
+        self.writers.append(writer)
+        return len(self.writers) - 1
+
+    @property
+    def instructions(self) -> list[str]:
+        """The writers' labels, id for id (a record shows its ``label``, else its PTX line)."""
+        return [writer_label(w) for w in self.writers]
+
+    def writer_of(self, lane: int, column: int):
+        """The record (or name) that last wrote cell (lane, column); None if never written."""
+        i = int(self.last_writer[lane, column])
+        return self.writers[i] if i >= 0 else None
 
     def check_cells(self, lanes: np.ndarray, columns: np.ndarray, what: str) -> None:
         """Raise unless every (lane, column) is inside TMEM and inside a live allocation."""
@@ -235,13 +254,26 @@ class TensorMemory:
                 rule="TMEM accesses stay inside allocated columns", ref=_REF_ALLOC,
             )
 
+    def read_cells(self, lanes, columns, what: str) -> np.ndarray:
+        """The cells at (lanes, columns), uint32 (a copy), after :meth:`check_cells`: every read goes here."""
+        self.check_cells(lanes, columns, what)
+        if self.on_access is not None:
+            self.on_access("tmem.read", np.asarray(lanes), np.asarray(columns))
+        return self.cells[lanes, columns]
+
     def write_cells(self, lanes, columns, values, instr: int) -> None:
-        """Write ``values`` (uint32) to cells after :meth:`check_cells`; records ``instr`` as last writer."""
+        """Write ``values`` (uint32) to cells after :meth:`check_cells`; records ``instr`` as last writer.
+
+        Every write goes here (``tcgen05.st``, ``cp``, ``mma``).
+        """
+        if self.on_access is not None:
+            self.on_access("tmem.write", np.asarray(lanes), np.asarray(columns))
         self.cells[lanes, columns] = np.asarray(values, dtype=np.uint32)
         self.last_writer[lanes, columns] = instr
 
     # ---- tcgen05.ld / tcgen05.st -------------------------------------------------------------------
-    def _ldst_cells(self, kind: str, taddr, op: LdStOp, warp: int) -> tuple[np.ndarray, np.ndarray]:
+    def _ldst_cells(self, kind: str, taddr, op: LdStOp, warp: int, *, check: bool = True
+                    ) -> tuple[np.ndarray, np.ndarray]:
         name = op.ptx(kind)
         _check_warp_index(name, warp, LaneQuadrantError)
         addr = as_address(taddr)
@@ -262,7 +294,8 @@ class TensorMemory:
             )
         lane, col = op.cells()
         lanes, cols = addr.lane + lane, addr.column + col
-        self.check_cells(lanes, cols, f"{name} at {addr}")
+        if check:
+            self.check_cells(lanes, cols, f"{name} at {addr}")
         return lanes, cols
 
     def ld(self, taddr: int | TmemAddress, shape: str | LdStOp = "32x32b", num: int = 1, *, warp: int,
@@ -272,8 +305,8 @@ class TensorMemory:
         ``shape`` is a PTX shape name (with ``num``, ``pack``, ``imm``) or an :class:`LdStOp`.
         """
         op = shape if isinstance(shape, LdStOp) else LdStOp(shape, num, pack=pack, imm=imm)
-        lanes, cols = self._ldst_cells("ld", taddr, op, warp)
-        v = self.cells[lanes, cols]
+        lanes, cols = self._ldst_cells("ld", taddr, op, warp, check=False)
+        v = self.read_cells(lanes, cols, f"{op.ptx('ld')} at {as_address(taddr)}")
         if not op.pack:
             return v[..., 0].copy()
         return (v[..., 0] & 0xFFFF) | ((v[..., 1] & 0xFFFF) << 16)
@@ -369,6 +402,13 @@ def _register_bits(values, dtype: str | None, what: str) -> np.ndarray:
         raise TmemError(f"{what}: value {bad} does not fit a {kind} register ({lo}..{hi}){other}",
                         rule=rule, ref=_REF_ST)
     return v.astype(np.int32).view(np.uint32) if kind == "s32" else v.astype(np.uint32)
+
+
+def writer_label(writer) -> str:
+    """How a writer is shown: a record's ``label`` (else its ``ptx()``), or the name itself."""
+    if isinstance(writer, str):
+        return writer
+    return getattr(writer, "label", "") or writer.ptx()
 
 
 def _ranges(cols: np.ndarray) -> str:
