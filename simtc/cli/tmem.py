@@ -12,7 +12,6 @@ _COLUMNS = 512
 _REF_GEOM = "PTX ISA 9.0 §9.7.16.1"
 _REF_QUAD = "PTX ISA 9.0 §9.7.16.8.1"
 _WARPS = 32  # 1024 threads per block / 32 (CUDA C++ Programming Guide, technical specifications)
-_CP_ROWS_SHOWN = 16
 
 
 def register(sub) -> None:
@@ -159,21 +158,6 @@ def run_ld(args) -> int:
     return emit(args, data=data, view=view, title="simtc tmem ld")
 
 
-def _cp_text(cs, lanes: list[list[int]]):
-    """The tcgen05.cp picture: source row -> lanes, every k-th row when there are more than 16 (said so)."""
-    from rich.console import Group
-    from rich.text import Text
-
-    step = max(1, cs.rows // _CP_ROWS_SHOWN)
-    lines = [Text(f"{cs.ptx()}: {cs.rows} source rows x {cs.columns} columns ({cs.columns * 4} bytes per row); "
-                  f"{cs.status}; CUTLASS {cs.cutlass}")]
-    if step > 1:
-        lines.append(Text(f"showing one source row in {step} (rows 0, {step}, {2 * step}, ...: "
-                          f"{len(range(0, cs.rows, step))} of {cs.rows}); --json lists every row", style="italic"))
-    lines += [Text(f"  row {r:>3} -> lanes {', '.join(str(x) for x in lanes[r])}") for r in range(0, cs.rows, step)]
-    return Group(*lines)
-
-
 def run_cp(args) -> int:
     from simtc.tmem import cp_shape
 
@@ -181,7 +165,12 @@ def run_cp(args) -> int:
     lanes = cs.lanes().tolist()
     data = {"instruction": cs.ptx(), "rows": cs.rows, "columns": cs.columns, "source": cs.status,
             "cutlass": cs.cutlass, "lanes": lanes}
-    return emit(args, data=data, view=lambda: _cp_text(cs, lanes), title="simtc tmem cp")
+    def view():  # the view says when it shows only every k-th row
+        from simtc.render.tmem import CpView
+
+        return CpView(cs)
+
+    return emit(args, data=data, view=view, title="simtc tmem cp")
 
 
 def run_map(args) -> int:

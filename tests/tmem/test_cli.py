@@ -103,3 +103,25 @@ def test_cli_module_is_cheap_to_import():
 def test_layout_errors(capsys, argv):
     rc, _, err = run(capsys, *argv)
     assert rc == 2 and "rule:" in err
+
+
+def test_cli_tmem_geometry_matches_the_model():
+    """The CLI keeps TMEM's column count literal (no numpy at parser build); it must be the model's."""
+    import simtc.cli.tmem as cli_tmem
+    from simtc.tmem.address import COLUMNS
+
+    assert cli_tmem._COLUMNS == COLUMNS == 512
+
+
+def test_ld_imm_must_keep_the_access_inside_tmem(capsys):
+    rc, out, _ = run(capsys, "tmem", "ld", "--shape", "16x32bx2", "--num", "2", "--imm", "510", "--json")
+    assert rc == 0 and json.loads(out)["columns"] == 512          # last legal offset: 510 + 2 columns
+    rc, _, err = run(capsys, "tmem", "ld", "--shape", "16x32bx2", "--num", "2", "--imm", "511")
+    assert rc == 2 and "columns 511..512" in err and "inside TMEM's 512 columns" in err
+
+
+def test_layout_c0_at_the_last_legal_column(capsys):
+    rc, out, _ = run(capsys, "tmem", "layout", "--m", "128", "--n", "256", "--c0", "256", "--json")
+    assert rc == 0 and json.loads(out)["columns"] == 256
+    rc, _, err = run(capsys, "tmem", "layout", "--m", "128", "--n", "256", "--c0", "257")
+    assert rc == 2 and "use --c0 0..256" in err
