@@ -1,24 +1,70 @@
-"""simtc: a cycle-level, bit-exact simulator of NVIDIA Blackwell tcgen05 tensor-core data flow.
+"""simtc: an educational, bit-exact simulator of NVIDIA Blackwell tcgen05 tensor-core data flow.
 
-Submodules load lazily (``import simtc`` is cheap): ``simtc.smem`` (shared-memory layouts,
-swizzles, descriptors), ``simtc.numerics`` (number formats), ``simtc.render`` (rich views),
-``simtc.cli`` (the ``simtc`` command).
+What exists today is the data flow and the arithmetic, bit for bit: where every byte and
+element lives, what every instruction reads and writes, and the exact fp32 results. Timing is
+not modelled yet (an event-driven timing engine is in progress).
+
+Subpackages load lazily (``import simtc`` is cheap, no numpy): every subpackage below is an
+attribute of :mod:`simtc` that is imported on first use.
+
+* ``simtc.errors`` -- the error hierarchy (every error names the rule it breaks);
+* ``simtc.numerics`` -- number formats and tensor-core arithmetic bit for bit;
+* ``simtc.smem`` -- shared-memory layouts, swizzles, descriptors, byte images, bank conflicts;
+* ``simtc.tmem`` -- Tensor Memory: addresses, allocation, data-path layouts, ``tcgen05.ld/st/cp``;
+* ``simtc.mma`` -- tensor-core instructions: the instruction descriptor, ``tcgen05.mma``, ``wgmma``;
+* ``simtc.isa`` -- instruction records (``tcgen05`` alloc, cp, mma, ld, st, ...) and their JSON form;
+* ``simtc.kernels`` -- kernels as data (FlashMLA's SM100 head64 decode step);
+* ``simtc.engine`` -- the event-driven timing engine (in progress: warps, asynchronous units, barriers,
+  a labelled timing model);
+* ``simtc.render`` -- terminal, Jupyter and SVG views (rich);
+* ``simtc.hw`` -- the hardware path: CUDA executors and cross-checks against real GPUs;
+* ``simtc.cli`` -- the ``simtc`` command.
+
+>>> import simtc
+>>> simtc.tmem.COLUMNS
+512
 """
 
 from __future__ import annotations
 
 import importlib
+import os
 from typing import TYPE_CHECKING
 
 from simtc.errors import SimtcError
 
 __version__ = "0.1.0"
-__all__ = ["SimtcError", "__version__", "numerics", "render", "smem", "tmem"]
 
-_SUBMODULES = {"smem", "numerics", "render", "cli", "tmem", "errors"}
+_HERE = os.path.dirname(__file__)
 
-if TYPE_CHECKING:  # pragma: no cover
-    from simtc import numerics, render, smem, tmem
+
+def _subpackages() -> frozenset[str]:
+    """Every importable child of this package: sub-directories holding Python files, and ``.py`` modules."""
+    names = set()
+    for entry in os.scandir(_HERE):
+        if entry.is_dir() and any(f.endswith(".py") for f in os.listdir(entry.path)):
+            names.add(entry.name)
+        elif entry.is_file() and entry.name.endswith(".py"):
+            names.add(entry.name[:-3])
+    return frozenset(n for n in names if n.isidentifier() and not n.startswith("_"))
+
+
+_SUBMODULES = _subpackages()
+
+__all__ = ["SimtcError", "__version__", *sorted(_SUBMODULES)]
+
+if TYPE_CHECKING:  # pragma: no cover (for type checkers; at run time __getattr__ imports on first use)
+    from simtc import cli as cli
+    from simtc import engine as engine
+    from simtc import errors as errors
+    from simtc import hw as hw
+    from simtc import isa as isa
+    from simtc import kernels as kernels
+    from simtc import mma as mma
+    from simtc import numerics as numerics
+    from simtc import render as render
+    from simtc import smem as smem
+    from simtc import tmem as tmem
 
 
 def __getattr__(name: str):
