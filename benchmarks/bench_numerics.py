@@ -15,10 +15,10 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).parent))
 sys.path.insert(0, str(Path(__file__).parents[1] / "tests" / "oracle"))
-from _timing import best_of, fmt  # noqa: E402
+from _timing import best_of, fmt
 
-from simtc.numerics import tensor_core_mma  # noqa: E402
-from simtc.numerics.cases import mma_operands  # noqa: E402
+from simtc.numerics import tensor_core_mma
+from simtc.numerics.cases import mma_operands
 
 
 def main() -> None:

@@ -11,11 +11,11 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).parent))
-from _timing import best_of, fmt  # noqa: E402
+from _timing import best_of, fmt
 
-from simtc.render import to_svg, to_text  # noqa: E402
-from simtc.render.smem import DescriptorView, TileView  # noqa: E402
-from simtc.smem import CanonicalLayout, bank_conflicts, descriptor_addresses  # noqa: E402
+from simtc.render import to_svg, to_text
+from simtc.render.smem import DescriptorView, TileView
+from simtc.smem import CanonicalLayout, bank_conflicts, descriptor_addresses
 
 
 def main() -> None:
