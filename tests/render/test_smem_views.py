@@ -78,8 +78,8 @@ def test_views_show_in_jupyter():
     from simtc.mma import InstrDescriptor
     from simtc.render.banks import BankMapView
     from simtc.render.mma import InstrDescriptorView
-    from simtc.render.tmem import TmemMapView
-    from simtc.tmem import TensorMemory
+    from simtc.render.tmem import CpView, LdView, TmemMapView
+    from simtc.tmem import LdStOp, TensorMemory, cp_shape
 
     tm = TensorMemory()
     tm.alloc(128)
@@ -87,7 +87,9 @@ def test_views_show_in_jupyter():
              DescriptorView(SmemDescriptor.from_u64(0x4000404000010000)),
              BankMapView(bank_conflicts(np.arange(32) * 4)),
              InstrDescriptorView(InstrDescriptor.from_u32(0x04200490)),
-             TmemMapView(tm)]
+             TmemMapView(tm),
+             CpView(cp_shape("128x256b")),
+             LdView(LdStOp("32x32b", 128))]
     for v in views:
         bundle = v._repr_mimebundle_(include=[], exclude=[])
         assert "<pre" in bundle["text/html"] and bundle["text/plain"].strip()
