@@ -19,6 +19,8 @@ Buffers are named byte ranges. They may alias (FlashMLA unions Q with ``dequant[
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 from attrs import define, field, frozen
 
@@ -65,6 +67,14 @@ class SharedMemory:
     """Bytes to model (default: the architecture's per-block maximum)."""
     data: np.ndarray = field(init=False)
     buffers: dict[str, Buffer] = field(init=False, factory=dict)
+    writers: list = field(init=False, factory=list)
+    """What wrote bytes through :meth:`write` / :meth:`scatter` with a ``writer`` (instruction records)."""
+    last_writer: np.ndarray | None = field(init=False, default=None)
+    """Per byte, index into :attr:`writers` of its last writer (-1 = none or a host write); allocated on the
+    first write that names a writer."""
+    on_access: Callable | None = field(init=False, default=None)
+    """Observer of instruction accesses, ``on_access(kind, addresses)`` with kind ``"smem.read"`` or
+    ``"smem.write"`` and the byte addresses touched (set by :class:`simtc.semantics.Cta`)."""
     _top: int = field(init=False, default=0)
 
     def __attrs_post_init__(self) -> None:
@@ -139,25 +149,64 @@ class SharedMemory:
         v = self.data[b.offset:b.end].view(dt)
         return v.reshape(shape) if shape is not None else v
 
-    # ---- raw access ------------------------------------------------------------------------
+    # ---- raw access: the one access API of instructions (reads and writes, observed, writers kept) -----------
     def read(self, address: int, nbytes: int) -> np.ndarray:
         """Copy of ``nbytes`` bytes at ``address``."""
         self._check_range(address, nbytes)
+        if self.on_access is not None:
+            self.on_access("smem.read", np.arange(address, address + nbytes))
         return self.data[address:address + nbytes].copy()
 
-    def write(self, address: int, payload) -> None:
+    def write(self, address: int, payload, *, writer=None) -> None:
+        """Write bytes at ``address``; ``writer`` (an instruction record) becomes their last writer."""
         b = np.frombuffer(bytes(payload), dtype=np.uint8) if not isinstance(payload, np.ndarray) else payload
         b = np.asarray(b).view(np.uint8).ravel()
         self._check_range(address, b.size)
-        self.data[address:address + b.size] = b
+        where = slice(address, address + b.size)
+        if self.on_access is not None:
+            self.on_access("smem.write", np.arange(address, address + b.size))
+        self.data[where] = b
+        self._record_writer(where, writer)
 
     def gather(self, addresses, nbytes: int) -> np.ndarray:
         """Bytes at many addresses at once: result shape ``addresses.shape + (nbytes,)``."""
+        a = self._byte_addresses(addresses, nbytes)
+        if self.on_access is not None:
+            self.on_access("smem.read", a.ravel())
+        return self.data[a]
+
+    def scatter(self, addresses, payload, *, writer=None) -> None:
+        """Write ``payload`` (uint8, shape ``addresses.shape + (nbytes,)``) at many addresses (inverse of gather)."""
+        p = np.asarray(payload, dtype=np.uint8)
+        a = self._byte_addresses(addresses, p.shape[-1] if p.ndim else 1)
+        if self.on_access is not None:
+            self.on_access("smem.write", a.ravel())
+        self.data[a] = p.reshape(a.shape)
+        self._record_writer(a, writer)
+
+    def writer_of(self, address: int):
+        """The record that last wrote byte ``address`` through :meth:`write` / :meth:`scatter`, else None."""
+        if self.last_writer is None or self.last_writer[address] < 0:
+            return None
+        return self.writers[int(self.last_writer[address])]
+
+    def _record_writer(self, where, writer) -> None:
+        if writer is None and self.last_writer is None:
+            return
+        if self.last_writer is None:
+            self.last_writer = np.full(self.size, -1, dtype=np.int32)
+        if writer is None:
+            self.last_writer[where] = -1
+            return
+        self.writers.append(writer)
+        self.last_writer[where] = len(self.writers) - 1
+
+    def _byte_addresses(self, addresses, nbytes: int) -> np.ndarray:
         a = np.asarray(addresses, dtype=np.int64)
         if a.size and (a.min() < 0 or a.max() + nbytes > self.size):
             raise SmemError(f"address range {int(a.min())}..{int(a.max()) + nbytes} is outside the {self.size} B "
                             "of shared memory", rule="accesses stay inside shared memory")
-        return self.data[a[..., None] + np.arange(nbytes)]
+        return a[..., None] + np.arange(nbytes)
 
     def _check_range(self, address: int, nbytes: int) -> None:
         if address < 0 or nbytes < 0 or address + nbytes > self.size:
