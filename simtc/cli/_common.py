@@ -45,6 +45,7 @@ __all__ = [
     "int_in",
     "int_list",
     "needs_subcommand",
+    "output_path",
     "parse_int",
     "write_svg",
 ]
@@ -206,8 +207,8 @@ def check_writable(path: str | os.PathLike) -> Path:
     return p
 
 
-def _output_path(text: str) -> str:
-    """argparse ``type=`` for output files: :func:`check_writable` at parse time."""
+def output_path(text: str) -> str:
+    """argparse ``type=`` for output files (``--svg``, ``--save``): :func:`check_writable` at parse time."""
     try:
         check_writable(text)
     except OutputError as e:
@@ -224,7 +225,7 @@ def add_output_options(p: argparse.ArgumentParser, *, svg: bool = True) -> None:
     p.add_argument("--json", action="store_true",
                    help="print only machine-readable JSON on stdout (with --svg the SVG is still written)")
     if svg:
-        p.add_argument("--svg", metavar="FILE", type=_output_path,
+        p.add_argument("--svg", metavar="FILE", type=output_path,
                        help="also write the picture as an SVG file (default: none)")
     p.add_argument("--term-width", type=_term_width, default=None, metavar="N",
                    help=f"picture width in terminal columns, {MIN_TERM_WIDTH}-{MAX_TERM_WIDTH} "
