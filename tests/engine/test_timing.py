@@ -1,0 +1,316 @@
+"""The timing model against measured B200/GB200 figures, its structure, its labels and its refusals.
+
+Reference data:
+
+* ``../shared/data/b200_tcgen05_bf16_1cta.csv`` -- 12 B200 rows (SemiAnalysisAI/microbench-blackwell
+  ``umma_latency/fit_results.csv``, ``timing.md`` §1);
+* the ``.ws`` initiation intervals of ``timing.md`` §2 (KevinZeng08/microbench-blackwell
+  ``umma_throughput/tcgen05_mma_ws.md``, GB200, BF16 TS, depth 256), typed in below;
+* ``HELD_OUT`` -- B200 latencies the parameters were *not* fitted to (SemiAnalysisAI/microbench-blackwell
+  ``umma_latency/results.csv``: N = 80, 96, 112 and other input types);
+* ``tests/data/h200_wgmma_timing.json`` when it exists (written by ``simtc.hw.timing``).
+"""
+
+from __future__ import annotations
+
+import csv
+import itertools
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from simtc.engine.timing import (
+    LABELS,
+    PARAMETERS,
+    MmaTiming,
+    Parameter,
+    a_fetch_cycles,
+    compute_cycles,
+    mma_completion_cycles,
+    mma_ii_bounds,
+    mma_latency_breakdown,
+    mma_occupancy_cycles,
+    mma_spec,
+    parameter,
+    predict_mma,
+)
+from simtc.errors import ShapeError, SimtcError
+
+ROOT = Path(__file__).resolve().parents[2]
+B200_CSV = ROOT.parent / "shared" / "data" / "b200_tcgen05_bf16_1cta.csv"
+H200_JSON = ROOT / "tests" / "data" / "h200_wgmma_timing.json"
+
+
+def _b200_rows() -> list[dict]:
+    if not B200_CSV.exists():
+        pytest.skip(f"{B200_CSV} is not present in this checkout")
+    with B200_CSV.open() as f:
+        return list(csv.DictReader(f))
+
+
+# ---- calibration data -----------------------------------------------------------------------------
+def test_b200_csv_rows_within_2_cycles_and_2_percent():
+    rows = _b200_rows()
+    assert len(rows) == 12
+    worst_lat, worst_ii = 0.0, 0.0
+    for r in rows:
+        t = predict_mma("sm100", int(r["m"]), int(r["n"]), int(r["k"]), operands=r["ab_layout"],
+                        cta_group=int(r["cta_group"]))
+        lat, ii = float(r["latency_cycles"]), float(r["ii_cycles"])
+        worst_lat = max(worst_lat, abs(t.latency_cycles - lat))
+        worst_ii = max(worst_ii, abs(t.ii_cycles - ii) / ii)
+        assert abs(t.latency_cycles - lat) <= 2, (r, t.breakdown)
+        assert abs(t.ii_cycles - ii) <= 0.02 * ii, (r, t.ii_bounds)
+    assert worst_lat <= 2 and worst_ii <= 0.02
+
+
+# timing.md §2, measured BF16 TS at depth 256: {(collector, M): (N=64, N=128, N=256)}
+WS_TABLE = {
+    ("discard", 32): (28.45, 44.46, 76.46),
+    ("discard", 64): (28.46, 44.46, 76.46),
+    ("discard", 128): (42.46, 74.45, 138.46),
+    ("pingpong", 64): (16.50, 32.50, 64.50),
+    ("reuse", 32): (9.52, 16.56, 32.63),
+    ("reuse", 64): (16.50, 32.50, 64.50),
+    ("reuse", 128): (32.50, 64.49, 128.50),
+}
+
+
+@pytest.mark.parametrize(("collector", "m"), sorted(WS_TABLE))
+def test_ws_ii_within_2_percent_plus_half_cycle(collector, m):
+    for n, measured in zip((64, 128, 256), WS_TABLE[collector, m], strict=True):
+        t = predict_mma("sm100", m, n, operands="TS", ws=True, collector=collector)
+        assert abs(t.ii_cycles - measured) <= 0.02 * measured + 0.5, (collector, m, n, t.ii_bounds)
+
+
+def test_ws_discard_minus_reuse_is_the_collector_cost():
+    # timing.md §2: discard - reuse = 11.96 (M=64) and 9.96 (M=128) for every N
+    for m, measured in ((64, 11.96), (128, 9.96)):
+        for n in (64, 128, 256):
+            d = predict_mma("sm100", m, n, operands="TS", ws=True, collector="discard").ii_cycles
+            r = predict_mma("sm100", m, n, operands="TS", ws=True, collector="reuse").ii_cycles
+            assert abs((d - r) - measured) <= 0.1
+
+
+def test_ws_ss_minus_ts_with_discard():
+    # timing.md §2: SS - TS with discard: M=64 ≈ +4, M=32 ≈ 0, M=128 ≈ +6 only at N=64
+    def gap(m, n):
+        return (predict_mma("sm100", m, n, operands="SS", ws=True).ii_cycles
+                - predict_mma("sm100", m, n, operands="TS", ws=True).ii_cycles)
+
+    assert [gap(64, n) for n in (64, 128, 256)] == [4, 4, 4]
+    assert [gap(32, n) for n in (64, 128, 256)] == [0, 0, 0]
+    assert [gap(128, n) for n in (64, 128, 256)] == [6, 0, 0]
+
+
+# SemiAnalysisAI/microbench-blackwell umma_latency/results.csv (B200 median latency, cycles), rows
+# not used to fit any parameter: (format, AB, cta_group, M, N, K, latency)
+HELD_OUT = [
+    ("bf16", "SS", 1, 64, 80, 16, 160), ("bf16", "SS", 1, 64, 112, 16, 176),
+    ("bf16", "SS", 1, 128, 96, 16, 184), ("bf16", "TS", 1, 64, 96, 16, 152),
+    ("bf16", "TS", 1, 128, 112, 16, 160), ("e4m3", "SS", 1, 128, 80, 32, 176),
+    ("e4m3", "TS", 1, 64, 256, 32, 232), ("e4m3", "SS", 1, 64, 96, 32, 168),
+    ("bf16", "SS", 2, 256, 96, 16, 213), ("bf16", "SS", 2, 256, 256, 16, 293),
+    ("e4m3", "SS", 2, 256, 128, 32, 229),
+]
+
+
+@pytest.mark.parametrize("row", HELD_OUT, ids=lambda r: "-".join(map(str, r[:5])))
+def test_held_out_b200_latencies(row):
+    dtype, ab, cg, m, n, k, measured = row
+    t = predict_mma("sm100", m, n, k, operands=ab, cta_group=cg, dtype=dtype)
+    assert abs(t.latency_cycles - measured) <= 2, t.breakdown
+
+
+def test_cta_group_2_m128_ss_is_the_known_weak_spot():
+    # results.csv SS cta_group::2 M=128: 168, 192, 224 for N = 64, 128, 256 -- the mechanism (A fetch of
+    # M/2 rows + N/4 stream) is off by up to 5 cycles there; pin the size of that residual.
+    for n, measured in ((64, 168), (128, 192), (256, 224)):
+        assert abs(predict_mma("sm100", 128, n, cta_group=2).latency_cycles - measured) <= 5
+
+
+# ---- structure: a mechanism, not a row lookup ------------------------------------------------------
+def test_ts_ii_and_latency_linear_in_n():
+    for m in (64, 128):
+        ns = list(range(24, 257, 8))
+        ii = [predict_mma("sm100", m, n, operands="TS").ii_cycles for n in ns]
+        lat = [predict_mma("sm100", m, n, operands="TS").latency_cycles for n in ns]
+        assert all(b - a == 4 for a, b in itertools.pairwise(ii))  # N/2: 2 columns per cycle
+        assert all(b - a == 4 for a, b in itertools.pairwise(lat))
+        assert predict_mma("sm100", m, 192, operands="TS").ii_cycles == 96
+        assert predict_mma("sm100", m, 192, operands="TS").latency_cycles == 104 + 96
+
+
+def test_ss_m128_switches_from_port_bound_to_compute_bound_at_n128():
+    # II = max(N/2, (A 4 KiB + B N·32 B) / 128) = max(N/2, 32 + N/4): the kink is at N = 128
+    ii = {n: predict_mma("sm100", 128, n).ii_cycles for n in (32, 64, 96, 128, 160, 192)}
+    assert ii == {32: 40, 64: 48, 96: 56, 128: 64, 160: 80, 192: 96}
+    assert predict_mma("sm100", 128, 96).bottleneck == "smem_port"
+    assert predict_mma("sm100", 128, 192).bottleneck == "compute"
+
+
+def test_input_type_does_not_change_cycles():
+    # timing.md §1.2: E4M3 K=32 gives the same cycles as BF16 K=16 for the same M, N
+    for dtype in ("e4m3", "tf32", "s8"):
+        for ab in ("SS", "TS"):
+            a = predict_mma("sm100", 128, 96, operands=ab, dtype=dtype)
+            b = predict_mma("sm100", 128, 96, operands=ab)
+            assert (a.latency_cycles, a.ii_cycles) == (b.latency_cycles, b.ii_cycles)
+
+
+def test_ws_compute_rate_scales_with_m():
+    for n in (64, 128, 256):
+        assert [compute_cycles(mma_spec("sm100", m, n, ws=True)) for m in (32, 64, 128)] == [n // 8, n // 4, n // 2]
+        # non-.ws M=64 keeps the 128-row datapath busy: N/2, half the peak
+        assert compute_cycles(mma_spec("sm100", 64, n)) == n // 2
+
+
+def test_ss_latency_offset_is_the_a_fetch():
+    for m, offset in ((64, 16), (128, 32)):
+        for n in (64, 200, 256):
+            ss, ts = predict_mma("sm100", m, n), predict_mma("sm100", m, n, operands="TS")
+            assert ss.latency_cycles - ts.latency_cycles == offset == a_fetch_cycles(mma_spec("sm100", m, n))
+
+
+def test_components_compose():
+    for kw in ({"m": 128, "n": 64}, {"m": 64, "n": 128, "ws": True, "collector": "pingpong", "operands": "TS"},
+               {"m": 256, "n": 96, "cta_group": 2}, {"m": 32, "n": 64, "ws": True, "collector": "reuse"}):
+        spec = mma_spec("sm100", **kw)
+        t = predict_mma("sm100", **kw)
+        parts = mma_latency_breakdown(spec)
+        assert sum(parts.values()) == t.latency_cycles
+        assert mma_occupancy_cycles(spec) == t.ii_cycles == max(mma_ii_bounds(spec).values())
+        assert (mma_completion_cycles(spec) + parts["commit_arrive"] + parts["mbarrier_observe"]
+                == t.latency_cycles)
+        assert t.parameters and all(isinstance(p, Parameter) for p in t.parameters)
+
+
+def test_fixed_ts_latency_split_sums_to_the_measured_104():
+    p = PARAMETERS["sm100"]
+    total = sum(p[n].value for n in ("mma_issue", "tensor_pipe_drain", "commit_arrive", "mbarrier_try_wait"))
+    assert total == p["mma_fixed_latency_ts"].value == 104
+
+
+def test_as_dict_for_json():
+    d = predict_mma("sm100", 64, 128, operands="TS", ws=True).as_dict()
+    assert {"latency_cycles", "ii_cycles", "parameters"} <= set(d)
+    assert json.loads(json.dumps(d)) == d
+    assert all({"name", "value", "label", "source"} <= set(p) for p in d["parameters"])
+    assert isinstance(predict_mma("sm100", 64, 64), MmaTiming)
+
+
+# ---- sm90 -------------------------------------------------------------------------------------------
+def test_sm90_compute_is_n_over_2_for_large_n():
+    for ab in ("SS", "RS"):
+        for n in range(64, 257, 8):
+            t = predict_mma("sm90", 64, n, 16, operands=ab)
+            assert t.ii_cycles == n // 2, t.ii_bounds
+            tail = 66 if ab == "SS" else 64
+            assert t.latency_cycles == 17 + n // 2 + tail
+    # small N: RS is issue-bound (17); SS reads A 2 KiB + B 256 B through the port (18 cycles)
+    assert predict_mma("sm90", 64, 8, operands="RS").ii_cycles == 17
+    assert predict_mma("sm90", 64, 8, operands="SS").ii_cycles == 18
+    lat = [predict_mma("sm90", 64, n).latency_cycles for n in range(8, 257, 8)]
+    assert lat == sorted(lat)
+
+
+def _h200_rows() -> list[dict]:
+    if not H200_JSON.exists():
+        pytest.skip("tests/data/h200_wgmma_timing.json not recorded yet")
+    data = json.loads(H200_JSON.read_text())
+    return data["rows"]
+
+
+def test_sm90_against_h200_measurements():
+    rows = _h200_rows()
+    bad = []
+    for r in rows:
+        t = predict_mma("sm90", 64, int(r["n"]), 16, operands=r["operands"])
+        e_lat = abs(t.latency_cycles - r["latency_cycles"]) / r["latency_cycles"]
+        e_ii = abs(t.ii_cycles - r["ii_cycles"]) / r["ii_cycles"]
+        if e_lat > 0.10 or e_ii > 0.05:
+            bad.append((r["operands"], r["n"], r["latency_cycles"], t.latency_cycles, r["ii_cycles"], t.ii_cycles))
+    assert not bad, f"re-calibrate PARAMETERS['sm90'] (wgmma_issue, wgmma_tail_ss/rs): {bad}"
+
+
+# ---- labels and sources -----------------------------------------------------------------------------
+@pytest.mark.parametrize("arch", ["sm100", "sm90"])
+def test_every_parameter_labelled_with_a_source(arch):
+    table = PARAMETERS[arch]
+    assert table
+    for name, p in table.items():
+        assert p.name == name
+        assert p.label in LABELS
+        assert p.source.strip()
+        assert p.unit.strip()
+        assert isinstance(p.value, int | float)
+    for needed in ("smem_port_bytes_per_cycle", "tma_issue_gap", "mbarrier_arrive", "mbarrier_try_wait",
+                   "sub_partitions", "issue_per_sub_partition", "fma_latency", "fma_ii", "alu_ii", "mufu_latency",
+                   "mufu_ii"):
+        assert needed in table
+
+
+def test_unknown_figures_are_assumed():
+    p = PARAMETERS["sm100"]
+    for name in ("tcgen05_ld_fixed", "tcgen05_st_fixed", "tcgen05_cp_fixed", "commit_arrive", "mufu_latency"):
+        assert p[name].label == "assumed"
+
+
+def test_parameter_rejects_bad_label_and_empty_source():
+    with pytest.raises(SimtcError, match="measured, derived or assumed"):
+        Parameter("x", 1, "cycles", "guessed", "somewhere")
+    with pytest.raises(SimtcError, match="source"):
+        Parameter("x", 1, "cycles", "assumed", " ")
+    with pytest.raises(SimtcError, match="timing parameters by name"):
+        parameter("sm100", "no_such_thing")
+
+
+# ---- refusals ---------------------------------------------------------------------------------------
+ILLEGAL = [
+    ({"arch": "sm100", "m": 64, "n": 64, "ws": True, "cta_group": 2}, ".ws is cta_group::1 only"),
+    ({"arch": "sm100", "m": 64, "n": 64, "operands": "RS"}, "shared-memory descriptor or a TMEM address"),
+    ({"arch": "sm90", "m": 64, "n": 64, "operands": "TS"}, "wgmma A"),
+    ({"arch": "sm100", "m": 32, "n": 64}, "M in {64, 128}"),
+    ({"arch": "sm100", "m": 256, "n": 64, "ws": True}, ".ws M"),
+    ({"arch": "sm100", "m": 64, "n": 96, "ws": True}, ".ws N"),
+    ({"arch": "sm100", "m": 128, "n": 12}, "N = 8..256 step 8"),
+    ({"arch": "sm100", "m": 128, "n": 264}, "N = 8..256 step 8"),
+    ({"arch": "sm100", "m": 256, "n": 24, "cta_group": 2}, "N = 16..256 step 16"),
+    ({"arch": "sm100", "m": 64, "n": 64, "cta_group": 2}, "cta_group::2 M"),
+    ({"arch": "sm90", "m": 64, "n": 12}, "m64nNk16"),
+    ({"arch": "sm90", "m": 64, "n": 264}, "m64nNk16"),
+    ({"arch": "sm90", "m": 128, "n": 64}, "m64nNk16"),
+    ({"arch": "sm90", "m": 64, "n": 64, "ws": True}, "wgmma.mma_async qualifiers"),
+    ({"arch": "sm100", "m": 64, "n": 64, "collector": "pingpong"}, ".ws only"),
+    ({"arch": "sm100", "m": 64, "n": 64, "k": 32}, "K is implicit"),
+    ({"arch": "sm100", "m": 64, "n": 64, "dtype": "mxf4"}, "block-scaled"),
+    ({"arch": "sm80", "m": 64, "n": 64}, "sm100 and sm90"),
+    ({"arch": "sm100", "m": 64.0, "n": 64}, "integer"),
+]
+
+
+@pytest.mark.parametrize(("kwargs", "rule"), ILLEGAL, ids=lambda x: str(x)[:60])
+def test_illegal_combinations_name_the_rule(kwargs, rule):
+    with pytest.raises(SimtcError) as info:
+        predict_mma(**kwargs)
+    assert rule in info.value.rule
+    if "m64nNk16" in rule or "tcgen05" in str(info.value) or kwargs.get("ws"):
+        assert info.value.ref and "PTX" in info.value.ref
+
+
+def test_refusals_are_shape_errors_for_shapes():
+    with pytest.raises(ShapeError):
+        predict_mma("sm100", 64, 64, operands="RS")
+    with pytest.raises(ValueError):  # ShapeError is a ValueError too
+        predict_mma("sm100", 64, 7)
+
+
+# ---- import cost ------------------------------------------------------------------------------------
+def test_engine_import_is_light():
+    code = ("import sys, simtc.engine, simtc.engine.timing; "
+            "print(sorted(m for m in ('simpy', 'rich', 'numpy') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
