@@ -38,6 +38,7 @@ The MMA model is built from mechanisms, not from measured rows (``../shared/spec
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Mapping
 from fractions import Fraction
@@ -500,10 +501,19 @@ def mma_ii_bounds(spec: MmaSpec, used: list | None = None) -> dict[str, int]:
 def mma_occupancy_cycles(spec: MmaSpec, used: list | None = None) -> int:
     """How long one MMA holds the tensor pipe in a chain (the II): ``max(mma_ii_bounds(spec))``.
 
+    Without ``used`` the answer is cached per :class:`MmaSpec` (the engine asks once per MMA).
+
     >>> mma_occupancy_cycles(mma_spec("sm100", 64, 128, ws=True, collector="pingpong", operands="TS"))
     32
     """
+    if used is None:
+        return _occupancy_cached(spec)
     return max(mma_ii_bounds(spec, used).values())
+
+
+@functools.cache
+def _occupancy_cached(spec: MmaSpec) -> int:
+    return max(mma_ii_bounds(spec).values())
 
 
 def mma_latency_breakdown(spec: MmaSpec, used: list | None = None) -> dict[str, int]:
@@ -533,9 +543,22 @@ def mma_completion_cycles(spec: MmaSpec, used: list | None = None) -> int:
 
     The latency the microbenchmark reports adds ``commit_arrive`` and ``mbarrier_observe`` (sm100).
 
+    Without ``used`` the answer is cached per :class:`MmaSpec`.
+
     >>> mma_completion_cycles(mma_spec("sm100", 64, 64, operands="TS"))
     75
     """
+    if used is None:
+        return _completion_cached(spec)
+    return _completion(spec, used)
+
+
+@functools.cache
+def _completion_cached(spec: MmaSpec) -> int:
+    return _completion(spec, None)
+
+
+def _completion(spec: MmaSpec, used: list | None) -> int:
     parts = mma_latency_breakdown(spec, used)
     return sum(v for k, v in parts.items() if k not in ("commit_arrive", "mbarrier_observe"))
 
