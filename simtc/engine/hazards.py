@@ -1,0 +1,144 @@
+"""The hazard rules the engine checks, and the report it gives for each one.
+
+Every rule names where it comes from. Section numbers are those of PTX ISA 9.0 (the numbering of
+``shared/spec/tcgen05.md``: §9.7.16 = tcgen05, §9.7.13.15 = mbarrier).
+
+The checker is a happens-before analysis over the simulated run, not a pattern match: every
+warp carries what it *knows* to have completed (a vector clock over the asynchronous operations
+of each issuing warp), arrivals and barrier phases carry that knowledge to the waiters, and a
+``tcgen05`` operation may only rely on knowledge that crossed the thread sync between
+``tcgen05.fence::before_thread_sync`` and ``tcgen05.fence::after_thread_sync``. A read, write
+or overwrite is flagged when the issuing warp cannot know the operation it depends on has
+completed, however the timing happened to fall.
+
+>>> RULES["tmem-read-before-commit"].ref
+'PTX ISA 9.0 §9.7.16.6.4, §9.7.16.11'
+>>> sorted(RULES) == sorted(set(RULES))
+True
+"""
+
+from __future__ import annotations
+
+from attrs import frozen
+
+__all__ = ["RULES", "Hazard", "Rule"]
+
+
+@frozen
+class Rule:
+    """One checked rule: its name, what it means, and its source."""
+
+    name: str
+    text: str
+    ref: str
+
+
+_RULES = (
+    Rule("tmem-read-before-commit",
+         "Tensor Memory read (tcgen05.ld, or an MMA/cp operand) before the completion of the asynchronous "
+         "operation that writes it was observed (tcgen05.commit -> mbarrier wait)",
+         "PTX ISA 9.0 §9.7.16.6.4, §9.7.16.11"),
+    Rule("tmem-overwrite-in-flight",
+         "Tensor Memory written while an earlier asynchronous operation that reads or writes it may still be "
+         "in flight (tcgen05.ld not waited, MMA not committed and observed)",
+         "PTX ISA 9.0 §9.7.16.6.4.5"),
+    Rule("smem-overwrite-in-flight",
+         "shared memory written while an in-flight asynchronous operation (MMA, tcgen05.cp, TMA store) may "
+         "still read it",
+         "PTX ISA 9.0 §9.7.16.6.4; cp.async.bulk.tensor (completion mechanisms)"),
+    Rule("smem-read-before-complete",
+         "shared memory read before the write that produces it is known complete (TMA complete_tx not "
+         "observed through its mbarrier, or a generic store of another warp not ordered by a barrier)",
+         "PTX ISA 9.0 §9.7.13.15 (mbarrier complete-tx); memory consistency model (§8)"),
+    Rule("missing-proxy-fence",
+         "shared memory written through the generic proxy (st.shared) and consumed by the async proxy (MMA, "
+         "tcgen05.cp, TMA store) without fence.proxy.async by the writing warp",
+         "PTX ISA 9.0 §9.7.16.6.5 (fence.proxy.async)"),
+    Rule("missing-after-thread-sync-fence",
+         "a tcgen05 operation relies on a thread sync (mbarrier wait, bar.sync) without "
+         "tcgen05.fence::after_thread_sync between the sync and the operation",
+         "PTX ISA 9.0 §9.7.16.6.4"),
+    Rule("missing-before-thread-sync-fence",
+         "a thread sync publishes tcgen05 state (a waited tcgen05.ld/st) without "
+         "tcgen05.fence::before_thread_sync before the arrive",
+         "PTX ISA 9.0 §9.7.16.6.4"),
+    Rule("ld-regs-before-wait",
+         "registers written by tcgen05.ld used before tcgen05.wait::ld",
+         "PTX ISA 9.0 §9.7.16.8.3, §9.7.16.8.5"),
+    Rule("tmem-read-before-wait-st",
+         "Tensor Memory written by tcgen05.st read by an MMA before tcgen05.wait::st",
+         "PTX ISA 9.0 §9.7.16.6.4.5, §9.7.16.8.5"),
+    Rule("lane-quadrant",
+         "tcgen05.ld/st by warp w touches lanes outside 32*(w%4) .. 32*(w%4)+31",
+         "PTX ISA 9.0 §9.7.16.8.1"),
+    Rule("mbarrier-over-arrival",
+         "more arrivals on an mbarrier phase than its expected count",
+         "PTX ISA 9.0 §9.7.13.15"),
+    Rule("mbarrier-tx-underflow",
+         "more transaction bytes completed on an mbarrier phase than were expected",
+         "PTX ISA 9.0 §9.7.13.15"),
+    Rule("mbarrier-wrong-parity",
+         "try_wait.parity passed on a phase this warp already consumed (parity not flipped), or on the "
+         "barrier's initial phase while the barrier is a completion barrier (producer's data not yet there)",
+         "PTX ISA 9.0 §9.7.13.15"),
+    Rule("mbarrier-uninitialized",
+         "an mbarrier used before mbarrier.init",
+         "PTX ISA 9.0 §9.7.13.15"),
+    Rule("tmem-alloc-over-512",
+         "tcgen05.alloc beyond the 512 columns of Tensor Memory, or a column count that is not a power of "
+         "two >= 32",
+         "PTX ISA 9.0 §9.7.16.1.2, §9.7.16.7.1"),
+    Rule("tmem-dealloc-unallocated",
+         "tcgen05.dealloc of columns that were not allocated",
+         "PTX ISA 9.0 §9.7.16.7.1"),
+    Rule("tmem-alloc-after-relinquish",
+         "tcgen05.alloc after tcgen05.relinquish_alloc_permit",
+         "PTX ISA 9.0 §9.7.16.7.1"),
+    Rule("tmem-not-deallocated",
+         "the kernel ends with Tensor Memory still allocated",
+         "PTX ISA 9.0 §9.7.16.1.2"),
+    Rule("tmem-unallocated-access",
+         "Tensor Memory touched outside every live allocation",
+         "PTX ISA 9.0 §9.7.16.1.2"),
+    Rule("named-barrier-count-mismatch",
+         "participants of one named barrier name different thread counts",
+         "PTX ISA 9.0 §9.7.13.1"),
+    Rule("deadlock",
+         "every live warp waits and nothing in flight can release any of them",
+         "PTX ISA 9.0 §9.7.13.15, §9.7.13.1"),
+)
+
+RULES: dict[str, Rule] = {r.name: r for r in _RULES}
+
+
+@frozen
+class Hazard:
+    """One report: the rule, the cycle, the two records involved and the PTX section.
+
+    ``first`` is the earlier record (the producer, writer or in-flight operation), ``second`` the
+    one that breaks the rule; each is ``(role, warp, index)`` or ``None`` where there is no
+    earlier record (e.g. an allocation beyond 512 columns).
+    """
+
+    rule: str
+    cycle: int
+    first: tuple[str, int, int] | None
+    second: tuple[str, int, int] | None
+    message: str
+
+    @property
+    def ref(self) -> str:
+        return RULES[self.rule].ref
+
+    def to_json(self) -> dict:
+        def rec(r):
+            return None if r is None else {"role": r[0], "warp": r[1], "index": r[2]}
+
+        return {"rule": self.rule, "cycle": self.cycle, "first": rec(self.first), "second": rec(self.second),
+                "ref": self.ref, "message": self.message}
+
+    def __str__(self) -> str:
+        def rec(r):
+            return "-" if r is None else f"{r[0]}[w{r[1]}]#{r[2]}"
+
+        return f"cycle {self.cycle}: {self.rule}: {rec(self.first)} -> {rec(self.second)}: {self.message} [{self.ref}]"
