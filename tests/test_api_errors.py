@@ -3,10 +3,23 @@
 import numpy as np
 import pytest
 
-from simtc.errors import DtypeError, LaneQuadrantError, ShapeError, SimtcError, SwizzleError, TmemAllocError, TmemError
+from simtc.errors import (
+    BankError,
+    DtypeError,
+    LaneQuadrantError,
+    ShapeError,
+    SimtcError,
+    SwizzleError,
+    TmemAccessError,
+    TmemAllocError,
+    TmemError,
+)
 from simtc.numerics import fused_dot_add, tensor_core_mma
+from simtc.numerics.formats import decode_bits, encode_bits
 from simtc.smem import swizzle
+from simtc.smem.banks import bank_conflicts, bank_of
 from simtc.tmem import LdStOp, TensorMemory, datapath_layout
+from simtc.tmem.address import TmemAddress
 
 ONE = np.ones((2, 16), np.float32)
 
@@ -112,3 +125,31 @@ def test_warp_31_is_the_last_legal_warp():
 
 def test_instr_k_16_is_accepted():
     assert tensor_core_mma(ONE, ONE, instr_k=16)[0, 0] == 16.0
+
+
+# --- bit patterns, TMEM addresses, bank addresses -------------------------------------------------------------
+
+@pytest.mark.parametrize(("call", "err"), [
+    (lambda: decode_bits(70000, "bf16"), DtypeError),
+    (lambda: decode_bits(-1, "bf16"), DtypeError),
+    (lambda: decode_bits(1.5, "fp16"), DtypeError),
+    (lambda: decode_bits("x", "fp16"), DtypeError),
+    (lambda: encode_bits("x", "bf16"), DtypeError),
+    (lambda: TmemAddress.from_taddr(1.5), TmemAccessError),
+    (lambda: TmemAddress.from_taddr("0"), TmemAccessError),
+    (lambda: bank_of(-4), BankError),
+    (lambda: bank_of(1.5), BankError),
+    (lambda: bank_conflicts([0, -8, 16], 4), BankError),
+], ids=["decode-wide", "decode-negative", "decode-float", "decode-str", "encode-str", "taddr-float", "taddr-str",
+        "bank-negative", "bank-float", "conflicts-negative"])
+def test_bits_and_addresses_refused(call, err):
+    with pytest.raises(err) as info:
+        call()
+    assert info.value.rule
+
+
+def test_bit_pattern_inputs_still_accepted():
+    assert decode_bits(np.array([0x3F80], dtype=np.int64), "bf16")[0] == 1.0
+    assert decode_bits([0x3C00], "fp16")[0] == 1.0
+    assert int(bank_of(np.int32(260))) == 1
+    assert bank_conflicts([0, -1, 8], 4).wavefronts == 1

@@ -178,7 +178,11 @@ def encode_bits(values, dtype: str | DtypeInfo, rounding: str = "rn") -> np.ndar
     array([128, 125], dtype=uint8)
     """
     info = dtype_info(dtype)
-    x = np.asarray(values, dtype=np.float32)
+    try:
+        x = np.asarray(values, dtype=np.float32)
+    except (TypeError, ValueError) as e:
+        raise DtypeError(f"{info.name} conversion needs real numbers: {e}",
+                         rule="encode_bits converts real values") from None
     allowed = {"bf16": ("rn", "rz"), "fp16": ("rn", "rz"), "ue8m0": ("rz", "rp")}.get(info.name, ("rn",))
     if info.name == "ue8m0" and rounding == "rn":
         rounding = "rz"
@@ -218,6 +222,22 @@ def _f32_to_f16_rz(x: np.ndarray) -> np.ndarray:
     return bits
 
 
+def _as_bit_patterns(bits, info: DtypeInfo) -> np.ndarray:
+    """``bits`` as ``info.container`` integers, refusing what is not a bit pattern of that width."""
+    b = np.asarray(bits)
+    width = 8 * np.dtype(info.container).itemsize
+    if b.dtype.kind == "u" and b.dtype.itemsize * 8 <= width:
+        return b.astype(info.container, copy=False)
+    if b.dtype.kind not in "iu" or b.dtype == np.bool_:
+        raise DtypeError(f"{info.name} bit patterns must be integers, got {b.dtype} data",
+                         rule=f"a {info.name} bit pattern is a {width}-bit unsigned integer")
+    if b.size and (int(b.min()) < 0 or int(b.max()) >= 1 << width):
+        raise DtypeError(f"{info.name} bit patterns must lie in 0..{(1 << width) - 1}, got values in "
+                         f"{int(b.min())}..{int(b.max())}",
+                         rule=f"a {info.name} bit pattern is a {width}-bit unsigned integer")
+    return b.astype(info.container)
+
+
 def decode_bits(bits, dtype: str | DtypeInfo) -> np.ndarray:
     """Turn bit patterns of ``dtype`` back into float32 values (exact for every type here).
 
@@ -225,7 +245,7 @@ def decode_bits(bits, dtype: str | DtypeInfo) -> np.ndarray:
     array([ 1., -2.], dtype=float32)
     """
     info = dtype_info(dtype)
-    b = np.asarray(bits).astype(info.container)
+    b = _as_bit_patterns(bits, info)
     if info.name == "bf16":
         return (b.astype(np.uint32) << 16).view(np.float32)
     if info.name == "fp16":

@@ -33,8 +33,18 @@ BANK_BYTES = 4
 
 
 def bank_of(address):
-    """Bank of a byte address (vectorized)."""
-    return (np.asarray(address, dtype=np.int64) // BANK_BYTES) % NUM_BANKS
+    """Bank of a byte address (vectorized).
+
+    >>> int(bank_of(132))
+    1
+    """
+    a = np.asarray(address)
+    if a.dtype.kind not in "iu" or a.dtype == np.bool_:
+        raise BankError(f"byte addresses must be integers, got {a.dtype} data", rule="byte addresses are integers")
+    if a.size and int(a.min()) < 0:
+        raise BankError(f"byte addresses are non-negative, got {int(a.min())}",
+                        rule="shared-memory addresses are non-negative")
+    return (a.astype(np.int64) // BANK_BYTES) % NUM_BANKS
 
 
 @frozen
@@ -94,7 +104,12 @@ def bank_conflicts(addresses, width: int = 4) -> BankReport:
         raise BankError(f"one warp has at most 32 threads; got shape {a.shape}", rule="warp size 32")
     if a.dtype.kind not in "iu":
         raise BankError(f"addresses must be integers, got dtype {a.dtype}", rule="byte addresses are integers")
-    mask = np.ma.getmaskarray(a) | (a.filled(-1) < 0)
+    filled = a.filled(-1)
+    if np.any(filled < -1):
+        bad = int(np.flatnonzero(filled < -1)[0])
+        raise BankError(f"thread {bad}: address {int(filled[bad])} is negative (only -1 marks an inactive thread)",
+                        rule="shared-memory addresses are non-negative; -1 = inactive thread")
+    mask = np.ma.getmaskarray(a) | (filled < 0)
     addr = np.full(32, -1, dtype=np.int64)
     addr[: a.size] = np.where(mask, -1, a.filled(-1))
     active = addr >= 0

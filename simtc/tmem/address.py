@@ -139,6 +139,9 @@ class TmemAddress:
         """Decode a 32-bit ``taddr`` (bits outside ``0x007F01FF`` raise)."""
         if isinstance(taddr, TmemAddress):
             return taddr
+        if isinstance(taddr, bool) or not isinstance(taddr, (int, np.integer)):
+            raise TmemAccessError(f"a TMEM address is a 32-bit integer (lane << 16 | column), got {taddr!r}",
+                                  rule="taddr is a 32-bit integer", ref=_REF_ADDR)
         lane, col = unpack_taddr(int(taddr))
         return cls(lane, col)
 
