@@ -1,5 +1,5 @@
-"""Kernels as data: instruction records and builders (FlashMLA's SM100 head64 decode step)."""
+"""Kernels as data: :mod:`simtc.isa` Programs and their builders (FlashMLA's SM100 head64 decode step).
 
-from simtc.kernels.instructions import Tcgen05Cp, Tcgen05Mma
-
-__all__ = ["Tcgen05Cp", "Tcgen05Mma"]
+* :mod:`simtc.kernels.flashmla` -- FlashMLA's constants, plans, Q split and programs.
+* :mod:`simtc.kernels.registry` -- name -> (description, builder), for ``simtc program``.
+"""

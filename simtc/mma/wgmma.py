@@ -70,11 +70,12 @@ def matrix_to_fragment(d: np.ndarray) -> np.ndarray:
 
 def wgmma_mma_async(smem: SharedMemory, a_desc: SmemDescriptor | int, b_desc: SmemDescriptor | int, *, n: int,
                     dtype: str = "bf16", a_major: str = "K", b_major: str = "K", acc: np.ndarray | None = None,
-                    scale_d: bool = True) -> np.ndarray:
+                    scale_d: bool = True, negate_a: bool = False, negate_b: bool = False) -> np.ndarray:
     """Execute one ``wgmma.mma_async.sync.aligned.m64nNk16.f32.{dtype}.{dtype}``.
 
     ``acc`` is the (128, N/2) float32 register fragment (None = zeros). With ``scale_d``
-    false the accumulator is ignored (D = A·B). Returns the new register fragment.
+    false the accumulator is ignored (D = A·B). ``negate_a`` / ``negate_b`` are the
+    ``imm-scale-a`` / ``imm-scale-b`` = -1 operands. Returns the new register fragment.
     """
     _check_n(n)
     if dtype not in ("bf16", "fp16"):
@@ -85,6 +86,7 @@ def wgmma_mma_async(smem: SharedMemory, a_desc: SmemDescriptor | int, b_desc: Sm
                          ref=_REF)
     a = read_operand(smem, a_desc, major=a_major, dtype=dtype, rows=WGMMA_M, k=16)
     b = read_operand(smem, b_desc, major=b_major, dtype=dtype, rows=n, k=16)
+    a, b = (-a if negate_a else a), (-b if negate_b else b)
     c = np.zeros((WGMMA_M, n), np.float32) if acc is None or not scale_d else fragment_to_matrix(acc)
     d = tensor_core_mma(a, b, c.astype(np.float32), dtype=dtype, arch="sm90")
     return matrix_to_fragment(d)
