@@ -1,0 +1,84 @@
+"""``CudaCoreBlock``: a named block of CUDA-core work (not one PTX instruction).
+
+It carries SASS instruction counts by class (for timing: ``("FFMA2", 16)``, ``("MUFU.EX2", 32)``)
+and the *name* of the numpy effect it stands for (resolved by the semantics layer's effect
+registry; ``""`` = timing only). Its footprint is declared by explicit fields.
+
+>>> b = CudaCoreBlock("exp2", (("FFMA2", 16), ("MUFU.EX2", 32)), effect="softmax_exp2", regs_read=("p",))
+>>> b.ptx()
+'// cuda_core exp2: FFMA2 x16, MUFU.EX2 x32 -> effect softmax_exp2'
+>>> b.instructions
+48
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from attrs import field, frozen
+
+from simtc.isa.base import Instr, as_str_tuple, fail, is_str, name_str, register
+from simtc.isa.footprint import PROXIES, Footprint, SmemRange, TmemRect
+
+__all__ = ["CudaCoreBlock"]
+
+
+def _counts(value) -> tuple[tuple[str, int], ...]:
+    out = []
+    for item in value:
+        try:
+            name, n = item
+        except (TypeError, ValueError):
+            fail(f"counts entries are (class, count) pairs, got {item!r}", rule="CudaCoreBlock counts")
+        if not isinstance(name, str) or not name or isinstance(n, bool) or not isinstance(n, int) or n < 0:
+            fail(f"counts entry {item!r}: a SASS class name and a count >= 0", rule="CudaCoreBlock counts")
+        out.append((name, n))
+    return tuple(out)
+
+
+def _ranges(value) -> tuple[SmemRange, ...]:
+    return tuple(v if isinstance(v, SmemRange) else SmemRange(*v) for v in value)
+
+
+def _rects(value) -> tuple[TmemRect, ...]:
+    return tuple(v if isinstance(v, TmemRect) else TmemRect(*v) for v in value)
+
+
+def _proxy(inst, attribute, value) -> None:
+    if value not in PROXIES:
+        fail(f"proxy must be one of {PROXIES}, got {value!r}", rule="memory proxies", ref="PTX ISA 9.0 §8.6")
+
+
+@register
+@frozen
+class CudaCoreBlock(Instr):
+    """A named block of CUDA-core work: SASS counts, an effect name, and its declared footprint."""
+
+    op: ClassVar[str] = "cuda_core"
+    opcode: ClassVar[str] = "cuda_core"
+    name: str = field(validator=name_str)
+    counts: tuple[tuple[str, int], ...] = field(default=(), converter=_counts, metadata={"codec": "pairs"})
+    effect: str = field(default="", validator=is_str)
+    smem_reads: tuple[SmemRange, ...] = field(default=(), converter=_ranges, metadata={"codec": "ranges"})
+    smem_writes: tuple[SmemRange, ...] = field(default=(), converter=_ranges, metadata={"codec": "ranges"})
+    tmem_reads: tuple[TmemRect, ...] = field(default=(), converter=_rects, metadata={"codec": "rects"})
+    tmem_writes: tuple[TmemRect, ...] = field(default=(), converter=_rects, metadata={"codec": "rects"})
+    regs_read: tuple[str, ...] = field(default=(), converter=as_str_tuple, metadata={"codec": "tuple"})
+    regs_written: tuple[str, ...] = field(default=(), converter=as_str_tuple, metadata={"codec": "tuple"})
+    barriers: tuple[str, ...] = field(default=(), converter=as_str_tuple, metadata={"codec": "tuple"})
+    proxy: str = field(default="generic", validator=_proxy)
+
+    @property
+    def instructions(self) -> int:
+        """Total SASS instructions of the block."""
+        return sum(n for _, n in self.counts)
+
+    def ptx(self) -> str:
+        counts = ", ".join(f"{c} x{n}" for c, n in self.counts) or "no counts"
+        eff = f" -> effect {self.effect}" if self.effect else ""
+        return f"// cuda_core {self.name}: {counts}{eff}"
+
+    def footprint(self, warp: int = 0) -> Footprint:
+        return Footprint(smem_reads=self.smem_reads, smem_writes=self.smem_writes, tmem_reads=self.tmem_reads,
+                         tmem_writes=self.tmem_writes, regs_read=self.regs_read, regs_written=self.regs_written,
+                         barriers=self.barriers, proxy=self.proxy)

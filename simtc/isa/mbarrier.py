@@ -1,0 +1,112 @@
+"""mbarrier records (PTX ISA 9.0 §9.7.13.15): init, arrive, arrive.expect_tx, try_wait.parity.
+
+Barriers are named by strings (``"qk_done[0]"``); their shared-memory addresses, where known,
+live in the :class:`simtc.isa.Program`'s barrier table.
+
+>>> MbarrierArriveExpectTx("q_tma", 73728).ptx()
+'mbarrier.arrive.expect_tx.shared::cta.b64 state, [q_tma], 73728;'
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from attrs import field, frozen
+
+from simtc.isa.base import Instr, as_int, fail, name_str, register
+from simtc.isa.footprint import Footprint
+
+__all__ = ["MAX_COUNT", "MAX_TX", "MbarrierArrive", "MbarrierArriveExpectTx", "MbarrierInit", "MbarrierTryWait"]
+
+MAX_COUNT = (1 << 20) - 1
+"""Largest expected-arrival count of an mbarrier: counts are 1 ... 2**20 - 1 (PTX ISA 9.0 §9.7.13.15.1)."""
+MAX_TX = (1 << 20) - 1
+"""Largest pending transaction count (bytes) of one ``expect_tx``: 2**20 - 1 (PTX ISA 9.0 §9.7.13.15.1)."""
+_REF = "PTX ISA 9.0 §9.7.13.15"
+
+
+def _count(inst, attribute, value) -> None:
+    if not 1 <= value <= MAX_COUNT:
+        fail(f"{inst.op} count = {value}: must be > 0 and <= 2**20 - 1",
+             rule="mbarrier counts are 1 ... 2**20 - 1", ref="PTX ISA 9.0 §9.7.13.15.1 / §9.7.13.15.11")
+
+
+class _Bar(Instr):
+    __slots__ = ()
+
+    def footprint(self, warp: int = 0) -> Footprint:
+        return Footprint(barriers=(self.bar,))
+
+
+@register
+@frozen
+class MbarrierInit(_Bar):
+    """``mbarrier.init.shared::cta.b64 [bar], count;`` (one elected thread)."""
+
+    op: ClassVar[str] = "mbarrier.init"
+    opcode: ClassVar[str] = "mbarrier.init"
+    elected: ClassVar[bool] = True
+    bar: str = field(validator=name_str)
+    count: int = field(converter=as_int, validator=_count)
+
+    def ptx(self) -> str:
+        return f"mbarrier.init.shared::cta.b64 [{self.bar}], {self.count};"
+
+
+@register
+@frozen
+class MbarrierArrive(_Bar):
+    """``mbarrier.arrive.shared::cta.b64 state, [bar][, count];`` (every executing thread arrives)."""
+
+    op: ClassVar[str] = "mbarrier.arrive"
+    opcode: ClassVar[str] = "mbarrier.arrive"
+    bar: str = field(validator=name_str)
+    count: int = field(default=1, converter=as_int, validator=_count)
+
+    def ptx(self) -> str:
+        tail = "" if self.count == 1 else f", {self.count}"
+        return f"mbarrier.arrive.shared::cta.b64 state, [{self.bar}]{tail};"
+
+
+@register
+@frozen
+class MbarrierArriveExpectTx(_Bar):
+    """``mbarrier.arrive.expect_tx.shared::cta.b64 state, [bar], tx_bytes;`` (one elected thread).
+
+    Raises the barrier's pending transaction count by ``tx_bytes`` and arrives once; the TMA
+    loads completing on ``bar`` count the bytes down (``complete_tx``).
+    """
+
+    op: ClassVar[str] = "mbarrier.arrive.expect_tx"
+    opcode: ClassVar[str] = "mbarrier.arrive.expect_tx"
+    elected: ClassVar[bool] = True
+    bar: str = field(validator=name_str)
+    tx_bytes: int = field(converter=as_int)
+
+    def __attrs_post_init__(self) -> None:
+        if not 0 <= self.tx_bytes <= MAX_TX:
+            fail(f"expect_tx of {self.tx_bytes} bytes: the tx-count is 0 ... 2**20 - 1",
+                 rule="mbarrier tx-count range", ref="PTX ISA 9.0 §9.7.13.15.1")
+
+    def ptx(self) -> str:
+        return f"mbarrier.arrive.expect_tx.shared::cta.b64 state, [{self.bar}], {self.tx_bytes};"
+
+
+@register
+@frozen
+class MbarrierTryWait(_Bar):
+    """``mbarrier.try_wait.parity.shared::cta.b64 p, [bar], parity;`` -- the warp loops until the phase
+    with this parity has completed (CUTLASS ``ClusterBarrier::wait``)."""
+
+    op: ClassVar[str] = "mbarrier.try_wait"
+    opcode: ClassVar[str] = "mbarrier.try_wait"
+    bar: str = field(validator=name_str)
+    parity: int = field(converter=as_int)
+
+    def __attrs_post_init__(self) -> None:
+        if self.parity not in (0, 1):
+            fail(f"phase parity must be 0 or 1, got {self.parity}", rule="try_wait.parity takes 0 or 1",
+                 ref=f"{_REF}.16")
+
+    def ptx(self) -> str:
+        return f"mbarrier.try_wait.parity.shared::cta.b64 p, [{self.bar}], {self.parity};"

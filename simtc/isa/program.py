@@ -1,0 +1,317 @@
+"""``Program``: a kernel as a frozen value -- roles (warps) with ordered records, and a barrier table.
+
+* :class:`Role` -- a name, the CTA warps that run it, its records in issue order, and how many
+  threads execute it (default ``32 * len(warps)``; an elected single thread: ``threads=1``).
+* :class:`Barrier` -- an mbarrier (expected-arrival count, optional shared-memory address) or a
+  named barrier (hardware id 0-15, thread count).
+* :class:`Program` -- :meth:`~Program.counts` keyed by PTX opcode, exact JSON round trip,
+  :meth:`~Program.diff`, :meth:`~Program.ptx`, and rich / Jupyter renderings (rich is imported
+  inside the rendering method only).
+
+>>> from simtc.isa.tcgen05 import Commit, FenceAfterThreadSync
+>>> p = Program("tiny", (Role("mma", (4,), (FenceAfterThreadSync(), Commit("done")), threads=1),),
+...             barriers=(Barrier("done", "mbarrier", 1),))
+>>> p.counts()
+{'tcgen05.fence': 1, 'tcgen05.commit': 1}
+>>> Program.from_json(p.to_json()) == p
+True
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Iterator
+from typing import Any
+
+from attrs import Factory, field, frozen
+
+from simtc.isa.base import Instr, IsaError, as_int, as_int_tuple, as_opt_int, fail, is_str, name_str, record_from_json
+from simtc.isa.mbarrier import MAX_COUNT
+from simtc.isa.sync import NAMED_BARRIERS
+
+__all__ = ["OPCODES", "Barrier", "Program", "Role"]
+
+OPCODES = (
+    "tcgen05.mma.ws", "tcgen05.mma", "tcgen05.cp", "tcgen05.commit", "tcgen05.ld", "tcgen05.st", "tcgen05.alloc",
+    "tcgen05.dealloc", "tcgen05.relinquish_alloc_permit", "tcgen05.wait", "tcgen05.fence", "mbarrier.init",
+    "mbarrier.arrive", "mbarrier.arrive.expect_tx", "mbarrier.try_wait", "cp.async.bulk.tensor", "cp.async.bulk",
+    "cp.async.bulk.commit_group", "cp.async.bulk.wait_group.read", "bar.sync", "bar.arrive", "fence.proxy.async",
+    "ld.shared", "st.shared", "wgmma.fence", "wgmma.mma_async", "wgmma.commit_group", "wgmma.wait_group",
+    "cuda_core",
+)
+"""Every counting key a record can have (:attr:`Instr.opcode`), in a stable order."""
+
+
+def _records(value) -> tuple[Instr, ...]:
+    out = tuple(value)
+    for r in out:
+        if not isinstance(r, Instr):
+            fail(f"a role's records are isa records, got {r!r}", rule="roles hold Instr records")
+    return out
+
+
+def _warps(inst, attribute, value) -> None:
+    if not value or len(set(value)) != len(value) or min(value) < 0:
+        fail(f"role warps must be distinct non-negative CTA warp indices, got {value!r}", rule="role warps")
+
+
+def _default_threads(self) -> int:
+    return 32 * len(self.warps)
+
+
+@frozen
+class Role:
+    """One warp role: ``records`` run in order by each of ``threads`` threads of ``warps``."""
+
+    name: str = field(validator=name_str)
+    warps: tuple[int, ...] = field(converter=as_int_tuple, validator=_warps)
+    records: tuple[Instr, ...] = field(converter=_records)
+    threads: int = field(default=Factory(_default_threads, takes_self=True), converter=as_int)
+
+    def __attrs_post_init__(self) -> None:
+        if not 1 <= self.threads <= 32 * len(self.warps):
+            fail(f"role {self.name!r}: {self.threads} threads do not fit {len(self.warps)} warp(s)",
+                 rule="a role's threads are 1 ... 32 x warps")
+
+    def __len__(self) -> int:
+        return len(self.records)
+
+    def to_json(self) -> dict:
+        return {"warps": list(self.warps), "threads": self.threads, "records": [r.to_json() for r in self.records]}
+
+    @classmethod
+    def from_json(cls, name: str, d: dict) -> Role:
+        return cls(name, tuple(d["warps"]), tuple(record_from_json(r) for r in d["records"]), threads=d["threads"])
+
+
+@frozen
+class Barrier:
+    """A barrier of the program: ``kind`` ``"mbarrier"`` (count = expected arrivals) or ``"named"``
+    (``id`` 0-15, count = participating threads, a multiple of 32)."""
+
+    name: str = field(validator=name_str)
+    kind: str = field()
+    count: int = field(converter=as_int)
+    addr: int | None = field(default=None, converter=as_opt_int)
+    id: int | None = field(default=None, converter=as_opt_int)
+
+    def __attrs_post_init__(self) -> None:
+        if self.kind == "mbarrier":
+            if not 1 <= self.count <= MAX_COUNT:
+                fail(f"mbarrier {self.name!r}: count {self.count} must be 1 ... 2**20 - 1",
+                     rule="mbarrier counts are 1 ... 2**20 - 1", ref="PTX ISA 9.0 §9.7.13.15.1")
+            if self.id is not None:
+                fail(f"mbarrier {self.name!r} has no named-barrier id", rule="only named barriers have ids")
+            if self.addr is not None and (self.addr < 0 or self.addr % 8):
+                fail(f"mbarrier {self.name!r} at {self.addr}: an mbarrier is an 8-byte aligned shared-memory object",
+                     rule="mbarrier objects are 8-byte aligned .b64", ref="PTX ISA 9.0 §9.7.13.15.1")
+        elif self.kind == "named":
+            if self.id is None or not 0 <= self.id < NAMED_BARRIERS:
+                fail(f"named barrier {self.name!r}: id {self.id!r} must be 0-15", rule="named barrier ids are 0-15",
+                     ref="PTX ISA 9.0 §9.7.13.1")
+            if self.count <= 0 or self.count % 32:
+                fail(f"named barrier {self.name!r}: thread count {self.count} must be a positive multiple of 32",
+                     rule="bar thread count is a multiple of the warp size", ref="PTX ISA 9.0 §9.7.13.1")
+            if self.addr is not None:
+                fail(f"named barrier {self.name!r} has no shared-memory address", rule="named barriers are hardware")
+        else:
+            fail(f"barrier kind {self.kind!r}: 'mbarrier' or 'named'", rule="barrier kinds")
+
+    def to_json(self) -> dict:
+        return {"name": self.name, "kind": self.kind, "count": self.count, "addr": self.addr, "id": self.id}
+
+    @classmethod
+    def from_json(cls, d: dict) -> Barrier:
+        return cls(d["name"], d["kind"], d["count"], addr=d.get("addr"), id=d.get("id"))
+
+
+def _meta(value) -> tuple[tuple[str, Any], ...]:
+    items = value.items() if isinstance(value, dict) else value
+    out = []
+    for k, v in items:
+        if not isinstance(k, str) or isinstance(v, bool) or not isinstance(v, (str, int, float)):
+            fail(f"meta entry {(k, v)!r}: a name and a str/int/float value", rule="program meta")
+        out.append((k, v))
+    return tuple(out)
+
+
+def _roles(value) -> tuple[Role, ...]:
+    out = tuple(value)
+    names = [r.name for r in out]
+    if len(set(names)) != len(names):
+        fail(f"role names must be unique: {names}", rule="unique role names")
+    return out
+
+
+def _barriers(value) -> tuple[Barrier, ...]:
+    out = tuple(value)
+    names = [b.name for b in out]
+    if len(set(names)) != len(names):
+        fail(f"barrier names must be unique: {names}", rule="unique barrier names")
+    return out
+
+
+@frozen
+class Program:
+    """A kernel (or one step of it) as data: roles -> ordered records, plus a barrier table."""
+
+    name: str = field(validator=name_str)
+    roles: tuple[Role, ...] = field(converter=_roles)
+    barriers: tuple[Barrier, ...] = field(default=(), converter=_barriers)
+    description: str = field(default="", validator=is_str)
+    meta: tuple[tuple[str, str | int | float], ...] = field(default=(), converter=_meta)
+
+    # ---- access ----------------------------------------------------------------------------------------
+    def role(self, name: str) -> Role:
+        for r in self.roles:
+            if r.name == name:
+                return r
+        raise IsaError(f"program {self.name!r} has no role {name!r} (roles: {', '.join(self.role_names)})",
+                       rule="role names")
+
+    @property
+    def role_names(self) -> tuple[str, ...]:
+        return tuple(r.name for r in self.roles)
+
+    def barrier(self, name: str) -> Barrier:
+        for b in self.barriers:
+            if b.name == name:
+                return b
+        raise IsaError(f"program {self.name!r} declares no barrier {name!r}", rule="barrier names")
+
+    def records(self) -> Iterator[tuple[Role, int, Instr]]:
+        """Every (role, index in the role, record), role by role."""
+        for r in self.roles:
+            for i, rec in enumerate(r.records):
+                yield r, i, rec
+
+    def __len__(self) -> int:
+        return sum(len(r) for r in self.roles)
+
+    # ---- counting --------------------------------------------------------------------------------------
+    def counts(self, per_warp: bool = False) -> dict[str, int]:
+        """Records by PTX opcode (:data:`OPCODES`), in first-appearance order.
+
+        Default: each role's stream counted once (what one thread / warp of the role issues).
+        ``per_warp=True``: records that every warp issues (not :attr:`Instr.elected`) count once per
+        warp of the role (the dynamic warp-instruction count).
+        """
+        out: dict[str, int] = {}
+        for role, _, rec in self.records():
+            n = len(role.warps) if per_warp and not rec.elected else 1
+            out[rec.opcode] = out.get(rec.opcode, 0) + n
+        return out
+
+    # ---- JSON ------------------------------------------------------------------------------------------
+    def to_json(self) -> dict:
+        """``{"name", "description", "meta", "roles": {role: {...}}, "barriers": [...], "counts": {...}}``."""
+        return {
+            "name": self.name,
+            "description": self.description,
+            "meta": [[k, v] for k, v in self.meta],
+            "roles": {r.name: r.to_json() for r in self.roles},
+            "barriers": [b.to_json() for b in self.barriers],
+            "counts": self.counts(),
+        }
+
+    @classmethod
+    def from_json(cls, d: dict) -> Program:
+        """Inverse of :meth:`to_json` (``"counts"`` is derived, so it is checked, not read)."""
+        p = cls(d["name"], tuple(Role.from_json(n, r) for n, r in d["roles"].items()),
+                barriers=tuple(Barrier.from_json(b) for b in d.get("barriers", ())),
+                description=d.get("description", ""), meta=tuple(tuple(m) for m in d.get("meta", ())))
+        if "counts" in d and dict(d["counts"]) != p.counts():
+            raise IsaError(f"program {p.name!r}: the JSON's counts {d['counts']} disagree with its records "
+                           f"{p.counts()}", rule="counts are derived from the records")
+        return p
+
+    # ---- comparison ------------------------------------------------------------------------------------
+    def diff(self, other: Program) -> list[str]:
+        """Human-readable differences from ``self`` to ``other`` (empty when equal)."""
+        out: list[str] = []
+        for attr in ("name", "description", "meta"):
+            if getattr(self, attr) != getattr(other, attr):
+                out.append(f"{attr}: {getattr(self, attr)!r} -> {getattr(other, attr)!r}")
+        mine, theirs = {r.name: r for r in self.roles}, {r.name: r for r in other.roles}
+        for name in sorted(mine.keys() - theirs.keys()):
+            out.append(f"role {name!r} removed")
+        for name in sorted(theirs.keys() - mine.keys()):
+            out.append(f"role {name!r} added")
+        for name in [n for n in mine if n in theirs]:
+            a, b = mine[name], theirs[name]
+            if a.warps != b.warps:
+                out.append(f"role {name!r}: warps {a.warps} -> {b.warps}")
+            if a.threads != b.threads:
+                out.append(f"role {name!r}: threads {a.threads} -> {b.threads}")
+            for i in range(max(len(a.records), len(b.records))):
+                ra = a.records[i] if i < len(a.records) else None
+                rb = b.records[i] if i < len(b.records) else None
+                if ra == rb:
+                    continue
+                if ra is None:
+                    out.append(f"role {name!r} record {i} added: {rb.ptx()}")
+                elif rb is None:
+                    out.append(f"role {name!r} record {i} removed: {ra.ptx()}")
+                elif ra.ptx() == rb.ptx():
+                    out.append(f"role {name!r} record {i} changed ({ra.label!r} -> {rb.label!r}): {ra.ptx()}")
+                else:
+                    out.append(f"role {name!r} record {i} changed: {ra.ptx()} -> {rb.ptx()}")
+        bm, bt = {b.name: b for b in self.barriers}, {b.name: b for b in other.barriers}
+        for name in sorted(bm.keys() - bt.keys()):
+            out.append(f"barrier {name!r} removed")
+        for name in sorted(bt.keys() - bm.keys()):
+            out.append(f"barrier {name!r} added")
+        for name in sorted(bm.keys() & bt.keys()):
+            if bm[name] != bt[name]:
+                out.append(f"barrier {name!r}: {bm[name]} -> {bt[name]}")
+        return out
+
+    # ---- text and pictures -----------------------------------------------------------------------------
+    def ptx(self) -> str:
+        """One listing: per role a comment header, then one PTX line per record (label as a comment)."""
+        lines = [f"// program {self.name}" + (f": {self.description}" if self.description else "")]
+        for r in self.roles:
+            lines.append(f"// role {r.name} (warps {', '.join(map(str, r.warps))}; {r.threads} threads)")
+            for rec in r.records:
+                lines.append(rec.ptx() + (f"  // {rec.label}" if rec.label else ""))
+        return "\n".join(lines)
+
+    def _summary(self) -> str:
+        counts = ", ".join(f"{n} {k}" for k, n in self.counts().items())
+        return f"program {self.name}: {len(self.roles)} roles, {len(self)} records ({counts})"
+
+    def __rich_console__(self, console, options):
+        from rich.table import Table
+        from rich.text import Text
+
+        yield Text(self._summary(), style="bold")
+        if self.description:
+            yield Text(self.description)
+        for r in self.roles:
+            t = Table(title=f"role {r.name} - warps {', '.join(map(str, r.warps))}, {r.threads} threads",
+                      title_justify="left")
+            t.add_column("#", justify="right")
+            t.add_column("opcode", style="cyan")
+            t.add_column("PTX")
+            t.add_column("label", style="dim")
+            for i, rec in enumerate(r.records):
+                t.add_row(str(i), rec.opcode, rec.ptx(), rec.label)
+            yield t
+
+    def _repr_html_(self) -> str:
+        esc = html.escape
+        parts = [f"<div><b>{esc(self._summary())}</b>"]
+        if self.description:
+            parts.append(f"<p>{esc(self.description)}</p>")
+        for r in self.roles:
+            parts.append(f"<p><b>role {esc(r.name)}</b> - warps {esc(', '.join(map(str, r.warps)))}, "
+                         f"{r.threads} threads</p><table><tr><th>#</th><th>opcode</th><th>PTX</th><th>label</th></tr>")
+            for i, rec in enumerate(r.records):
+                parts.append(f"<tr><td>{i}</td><td>{esc(rec.opcode)}</td><td><code>{esc(rec.ptx())}</code></td>"
+                             f"<td>{esc(rec.label)}</td></tr>")
+            parts.append("</table>")
+        parts.append("</div>")
+        return "".join(parts)
+
+    def _repr_mimebundle_(self, include=None, exclude=None) -> dict[str, str]:
+        return {"text/plain": self._summary() + "\n" + self.ptx(), "text/html": self._repr_html_()}

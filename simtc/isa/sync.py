@@ -1,0 +1,97 @@
+"""Named barriers and the async-proxy fence (PTX ISA 9.0 §9.7.13.1 bar/barrier, §9.7.13.4 membar/fence).
+
+The record holds the hardware barrier id (0-15); FlashMLA's named barriers are CUTLASS values
++ 8 (CUTLASS reserves ids 0-7), e.g. ``wg0_sync`` = id 9 (SASS ``BAR.SYNC 0x9, 0x80``).
+
+>>> BarSync(9, 128).ptx(), BarSync(9, 128).footprint().barriers
+('bar.sync 9, 128;', ('named[9]',))
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from attrs import field, frozen
+
+from simtc.isa.base import Instr, as_int, fail, register
+from simtc.isa.footprint import Footprint
+
+__all__ = ["NAMED_BARRIERS", "BarArrive", "BarSync", "FenceProxyAsync", "named_barrier_key"]
+
+NAMED_BARRIERS = 16
+"""Named barriers per CTA: ids 0-15 (PTX ISA 9.0 §9.7.13.1)."""
+_REF = "PTX ISA 9.0 §9.7.13.1 (bar, barrier)"
+
+
+def named_barrier_key(bar_id: int) -> str:
+    """The name a named barrier has in footprints: ``"named[<id>]"``."""
+    return f"named[{bar_id}]"
+
+
+def _bar_id(inst, attribute, value) -> None:
+    if not 0 <= value < NAMED_BARRIERS:
+        fail(f"named barrier id {value} is outside 0-15", rule="named barrier ids are 0-15", ref=_REF)
+
+
+def _threads(inst, attribute, value) -> None:
+    if value <= 0 or value % 32 or value > 1024:
+        fail(f"{inst.op} thread count {value} must be a positive multiple of 32 (at most 1024)",
+             rule="bar thread count is a multiple of the warp size", ref=_REF)
+
+
+class _Named(Instr):
+    __slots__ = ()
+
+    def footprint(self, warp: int = 0) -> Footprint:
+        return Footprint(barriers=(named_barrier_key(self.id),))
+
+
+@register
+@frozen
+class BarSync(_Named):
+    """``bar.sync id, threads;``: arrive and wait until ``threads`` threads have arrived."""
+
+    op: ClassVar[str] = "bar.sync"
+    opcode: ClassVar[str] = "bar.sync"
+    id: int = field(converter=as_int, validator=_bar_id)
+    threads: int = field(converter=as_int, validator=_threads)
+
+    def ptx(self) -> str:
+        return f"bar.sync {self.id}, {self.threads};"
+
+
+@register
+@frozen
+class BarArrive(_Named):
+    """``bar.arrive id, threads;``: arrive without waiting."""
+
+    op: ClassVar[str] = "bar.arrive"
+    opcode: ClassVar[str] = "bar.arrive"
+    id: int = field(converter=as_int, validator=_bar_id)
+    threads: int = field(converter=as_int, validator=_threads)
+
+    def ptx(self) -> str:
+        return f"bar.arrive {self.id}, {self.threads};"
+
+
+_SPACES = ("shared::cta", "shared::cluster", "global", "")
+
+
+@register
+@frozen
+class FenceProxyAsync(Instr):
+    """``fence.proxy.async[.<state_space>];``: order the thread's generic-proxy accesses with later
+    async-proxy ones (tensor core, TMA) -- PTX ISA 9.0 §9.7.13.4 (membar/fence); ``tcgen05.md`` §12.4.
+    ``state_space=""`` is the plain form (all state spaces)."""
+
+    op: ClassVar[str] = "fence.proxy.async"
+    opcode: ClassVar[str] = "fence.proxy.async"
+    state_space: str = field(default="shared::cta")
+
+    def __attrs_post_init__(self) -> None:
+        if self.state_space not in _SPACES:
+            fail(f"fence.proxy.async state space {self.state_space!r}: use one of {_SPACES}",
+                 rule="fence.proxy.async state spaces", ref="PTX ISA 9.0 §9.7.13.4 (membar/fence)")
+
+    def ptx(self) -> str:
+        return f"fence.proxy.async{'.' + self.state_space if self.state_space else ''};"
