@@ -12,7 +12,7 @@ records it; derived values state their formula and are checked against the kerne
 
 from __future__ import annotations
 
-from simtc.mma.idesc import InstrDescriptor
+from simtc.isa.idesc import InstrDescriptor
 
 __all__ = [
     "B_H", "B_TOPK", "D_NOPE", "D_Q", "D_ROPE", "D_V", "INSTR_K", "NUM_BUFS", "NUM_INDEX_BUFS", "NUM_THREADS",
