@@ -20,6 +20,8 @@ from pathlib import Path
 
 import attrs
 import numpy as np
+from IPython.display import display
+from rich.table import Table
 
 import simtc
 from simtc.mma.wgmma import fragment_to_matrix
@@ -109,8 +111,12 @@ for j in rows:
            "numpy float32": (a @ b.T + c).astype(np.float32)}
     for name, d in got.items():
         match[name] += int(np.array_equal(d.view(np.uint32), want))
+summary = Table(title=f"{len(rows)} MMA-Sim m64n8k16 instructions (wide data)")
+summary.add_column("model")
+summary.add_column("bit-exact instructions", justify="right")
 for name, n in match.items():
-    print(f"{name:>15}: {n:>3} of {len(rows)} instructions bit-exact")
+    summary.add_row(name, f"{n} / {len(rows)}")
+display(summary)
 
 # %% [markdown]
 # ## 4. Against an H200
