@@ -63,6 +63,8 @@ _KIND_OF_CLASS = {
     "WgmmaFence": K_WGMMA_FENCE,
 }
 _TCGEN05_OPS = frozenset((K_MMA, K_CP, K_LD, K_ST))
+# semantics mode: arrivals execute when they land; waits and named barriers are ordering only (the engine's)
+_SEM_AT_ARRIVAL = frozenset((K_COMMIT, K_ARRIVE, K_ARRIVE_TX, K_TRY_WAIT, K_BAR_SYNC, K_BAR_ARRIVE))
 
 # knowledge-domain tags (keys of the vector clocks are (tag, agent) or (tag, agent, barrier))
 TC, LD, ST, GEN, TMA, BULK = "tc", "ld", "st", "gen", "tma", "bulk"
@@ -273,16 +275,21 @@ class Engine:
         self._started = False
         self._finished = False
         self.cta = None
+        self.semantics_errors: list[dict] = []
         if mode == "semantics":
             from simtc import semantics
 
-            self._execute = semantics.execute
-            self.cta = cta if cta is not None else semantics.Cta.for_program(program)
+            self._sem_execute = semantics.execute
+            if cta is None:
+                cta = semantics.Cta()
+                cta.init_barriers(program)
+            self.cta = cta
         self._mbars: dict[str, _MBar] = {}
         self._nbars: dict[int, _NBar] = {}
-        for b in program.barriers:
-            if b.kind == "mbarrier":
+        for b in program.barriers:  # the barrier table is initialised by the setup code before the roles run
+            if b.kind == "mbarrier":  # (as simtc.semantics.Cta.init_barriers does); mbarrier.init may redo it
                 self._mbars[b.name] = _MBar(b.name, b)
+                self._mbars[b.name].st.init(b.count)
         self._compile()
         # happens-before state of memory
         self._tmem_w: dict = {}
@@ -367,6 +374,16 @@ class Engine:
         elif kind in (K_BULK_WAIT, K_WGMMA_WAIT):
             op.arg = rec.n
         return op
+
+    def _execute(self, rec, cta, *, warp: int, threads: int) -> None:
+        """Semantics mode: apply a record to the Cta. A record the semantics layer refuses (the
+        data consequence of a hazard, or a missing input) is recorded in ``semantics_errors`` and
+        the run goes on with the same event order."""
+        try:
+            self._sem_execute(rec, cta, warp=warp, threads=threads)
+        except SimtcError as e:
+            self.semantics_errors.append({"cycle": int(self.env.now), "warp": warp, "record": rec.ptx(),
+                                          "error": str(e)})
 
     # ------------------------------------------------------------------ trace and hazards
     def _ev(self, role: str, warp: int, index: int, kind: str, detail: str, dep: int) -> int:
@@ -646,7 +663,7 @@ class Engine:
                 vc = dict(ag.vc)
                 vc.update(know)
                 dep = ag.tc_last_ev if ag.tc_last > now else ev
-                self._at(t_arr, self._commit_arrive, mb, vc, tc, me, dep)
+                self._at(t_arr, self._commit_arrive, mb, vc, tc, me, dep, op, ag)
             elif kind in (K_LD, K_ST):
                 start = now if now > self._tmem_free else self._tmem_free
                 self._tmem_free = start + op.occ
@@ -693,10 +710,11 @@ class Engine:
                 ag.vc[(GEN, ag.idx)] = ag.gen_seq
                 if kind == K_ARRIVE:
                     n = op.rec.count * (1 if op.rec.elected else ag.threads)
-                    self._at(now + costs.arrive, self._warp_arrive, mb, n, dict(ag.vc), dict(ag.pub), me, ev, 0)
+                    self._at(now + costs.arrive, self._warp_arrive, mb, n, dict(ag.vc), dict(ag.pub), me, ev, 0,
+                             op, ag)
                 else:
                     self._at(now + costs.arrive, self._warp_arrive, mb, 1, dict(ag.vc), dict(ag.pub), me, ev,
-                             op.rec.tx_bytes)
+                             op.rec.tx_bytes, op, ag)
             elif kind == K_TRY_WAIT:
                 wait = self._try_wait(ag, op, self._mbars[op.bar], op.rec.parity)
             elif kind == K_TMA_LOAD:
@@ -781,8 +799,8 @@ class Engine:
                     ag.wg_groups = ag.wg_groups[len(groups):]
                     if t > now + 1:
                         wait = self._wait_until(ag, op, t, "wgmma.wait_group")
-            if sem and not op.rec.is_async:
-                self._execute(op.rec, self.cta, warp=ag.warp)
+            if sem and not op.rec.is_async and kind not in _SEM_AT_ARRIVAL:
+                self._execute(op.rec, self.cta, warp=ag.warp, threads=ag.threads)
             if wait is not None:
                 yield from wait
             else:
@@ -809,19 +827,23 @@ class Engine:
             if self.env._now >= ag.tc_last:
                 ag.tc_last_ev = ev
         if self.mode == "semantics":
-            self._execute(op.rec, self.cta, warp=ag.warp)
+            self._execute(op.rec, self.cta, warp=ag.warp, threads=ag.threads)
 
-    def _commit_arrive(self, mb: _MBar, vc, tc, rec, dep) -> None:
+    def _commit_arrive(self, mb: _MBar, vc, tc, rec, dep, op, ag) -> None:
+        if self.mode == "semantics":
+            self._execute(op.rec, self.cta, warp=ag.warp, threads=ag.threads)
         self._mbar_arrive(mb, 1, vc, tc, "commit", dep, rec=rec)
 
-    def _warp_arrive(self, mb: _MBar, n, vc, tc, rec, dep, tx) -> None:
+    def _warp_arrive(self, mb: _MBar, n, vc, tc, rec, dep, tx, op, ag) -> None:
+        if self.mode == "semantics":
+            self._execute(op.rec, self.cta, warp=ag.warp, threads=ag.threads)
         self._mbar_arrive(mb, n, vc, tc, "arrive" if not tx else f"arrive.expect_tx {tx} B", dep, tx=tx, rec=rec)
 
     def _tma_done(self, ag: _Agent, op: _Op, mb: _MBar, key, seq, dep) -> None:
         ev = self._ev(ag.role, ag.warp, op.index, "complete", op.name, dep)
         self._tma_last_ev = ev
         if self.mode == "semantics":
-            self._execute(op.rec, self.cta, warp=ag.warp)
+            self._execute(op.rec, self.cta, warp=ag.warp, threads=ag.threads)
         know = {key: seq}
         self._mbar_arrive(mb, 0, know, know, "complete_tx", ev, complete_tx=op.rec.nbytes,
                           rec=(ag.role, ag.warp, op.index))
