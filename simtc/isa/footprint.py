@@ -27,7 +27,8 @@ from simtc.errors import SimtcError
 from simtc.smem.desc import SmemDescriptor
 from simtc.smem.read import descriptor_addresses
 
-__all__ = ["PROXIES", "Footprint", "SmemRange", "TmemRect", "coalesce", "descriptor_ranges", "lane_runs"]
+__all__ = ["PROXIES", "Footprint", "SmemRange", "TmemRect", "coalesce", "descriptor_ranges", "element_ranges",
+           "lane_runs", "merge_ranges"]
 
 PROXIES = ("generic", "async")
 """Memory proxies (PTX ISA 9.0 §8.6): ordinary ld/st vs the async proxy (tcgen05, TMA, wgmma operand reads)."""
@@ -129,6 +130,22 @@ def coalesce(byte_addresses: np.ndarray) -> tuple[SmemRange, ...]:
     starts = np.concatenate(([a[0]], a[breaks + 1]))
     stops = np.concatenate((a[breaks], [a[-1]])) + 1
     return tuple(SmemRange(int(s), int(e)) for s, e in zip(starts, stops, strict=True))
+
+
+def merge_ranges(*groups: tuple[SmemRange, ...]) -> tuple[SmemRange, ...]:
+    """Sorted union of range tuples, overlapping or adjacent ranges merged.
+
+    >>> merge_ranges((SmemRange(0, 4),), (SmemRange(4, 8), SmemRange(16, 20)))
+    (SmemRange(start=0, stop=8), SmemRange(start=16, stop=20))
+    """
+    out: list[SmemRange] = []
+    for r in sorted(r for g in groups for r in g):
+        if out and r.start <= out[-1].stop:
+            if r.stop > out[-1].stop:
+                out[-1] = SmemRange(out[-1].start, r.stop)
+        else:
+            out.append(r)
+    return tuple(out)
 
 
 def element_ranges(addresses: np.ndarray, elem_bytes: int) -> tuple[SmemRange, ...]:

@@ -32,7 +32,15 @@ from simtc.isa.base import (
     nonneg,
     register,
 )
-from simtc.isa.footprint import Footprint, SmemRange, TmemRect, coalesce, descriptor_ranges, lane_runs
+from simtc.isa.footprint import (
+    Footprint,
+    SmemRange,
+    TmemRect,
+    coalesce,
+    descriptor_ranges,
+    lane_runs,
+    merge_ranges,
+)
 from simtc.isa.idesc import InstrDescriptor
 from simtc.numerics.formats import DTYPES
 from simtc.smem.desc import SmemDescriptor
@@ -240,11 +248,11 @@ def _mma_footprint(d_taddr: int, a: int | None, a_word: int | None, b_word: int,
     d_lane, d_col = unpack_taddr(d_taddr)
     layout = _mma_layout(idesc, ws, d_lane if (not ws and idesc.m == 64) else 0)
     eb_a, eb_b = _elem_bytes(idesc.a_format), _elem_bytes(idesc.b_format)
-    reads = list(descriptor_ranges(b_word, "sm100", idesc.b_major, eb_b, idesc.n, INSTR_K_BYTES // eb_b))
+    reads = descriptor_ranges(b_word, "sm100", idesc.b_major, eb_b, idesc.n, INSTR_K_BYTES // eb_b)
     tmem_reads: list[TmemRect] = []
     if a_word is not None:
-        reads += descriptor_ranges(a_word, "sm100", idesc.a_major, eb_a, layout.rows, INSTR_K_BYTES // eb_a)
-        reads = sorted(set(reads))
+        reads = merge_ranges(reads, descriptor_ranges(a_word, "sm100", idesc.a_major, eb_a, layout.rows,
+                                                      INSTR_K_BYTES // eb_a))
     else:
         a_col = unpack_taddr(a)[1]
         lanes = layout.a_lanes(np.arange(layout.rows))  # Layout F's lane alignment (= a_lane) is included
@@ -253,7 +261,7 @@ def _mma_footprint(d_taddr: int, a: int | None, a_word: int | None, b_word: int,
     d_rects = _rects(d_lanes, d_col, layout.columns)
     if enable_input_d:
         tmem_reads += d_rects
-    return Footprint(smem_reads=tuple(reads), tmem_reads=tuple(tmem_reads), tmem_writes=d_rects, proxy="async")
+    return Footprint(smem_reads=reads, tmem_reads=tuple(tmem_reads), tmem_writes=d_rects, proxy="async")
 
 
 def _collector(inst, attribute, value) -> None:

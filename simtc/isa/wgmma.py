@@ -18,7 +18,7 @@ from typing import ClassVar
 from attrs import field, frozen
 
 from simtc.isa.base import Instr, as_bool, as_int, desc_field, fail, name_str, register
-from simtc.isa.footprint import Footprint, descriptor_ranges
+from simtc.isa.footprint import Footprint, descriptor_ranges, merge_ranges
 from simtc.numerics.formats import DTYPES
 from simtc.smem.desc import SmemDescriptor
 from simtc.smem.layout import INSTR_K_BYTES
@@ -127,8 +127,7 @@ class WgmmaMmaAsync(Instr):
         reads = descriptor_ranges(self.b_desc.encode(), "sm90", self.b_major, eb, self.n, self.k)
         regs = (self.d,) if self.scale_d else ()
         if isinstance(self.a, SmemDescriptor):
-            reads = tuple(sorted(set(reads) | set(descriptor_ranges(self.a.encode(), "sm90", self.a_major, eb,
-                                                                    self.m, self.k))))
+            reads = merge_ranges(reads, descriptor_ranges(self.a.encode(), "sm90", self.a_major, eb, self.m, self.k))
         else:
             regs = (self.a, *regs)
         return Footprint(smem_reads=reads, regs_read=regs, regs_written=(self.d,), proxy="async")
