@@ -120,3 +120,22 @@ def test_warps_read_their_q_rows(placed):
     assert (regs & 0xFFFF == q[0:32, 64:80:2]).all() and (regs >> 16 == q[0:32, 65:80:2]).all()
     packed = tm.ld((64 << 16) | 256, "32x32b", 4, warp=2, pack=True)     # same 8 columns, low halves
     assert (packed & 0xFFFF == q[0:32, 64:80:4]).all() and (packed >> 16 == q[0:32, 66:80:4]).all()
+
+
+def test_the_package_copies_place_q_like_the_table(placed):
+    """simtc.kernels.flashmla's 18 Cp records, run through the semantics layer, give the same cells."""
+    from simtc.kernels.flashmla import q_copies
+    from simtc.semantics import Cta, execute
+
+    q, tm = placed
+    cta = Cta()
+    nope = CanonicalLayout("bf16", "K", "SW128", 64, 64)
+    rope = CanonicalLayout("bf16", "K", "SW64", 64, 32)
+    for i in range(8):
+        cta.smem.write_tile_bits(nope, q[:, 64 * i:64 * i + 64], 8192 * i)
+    for j in range(2):
+        cta.smem.write_tile_bits(rope, q[:, 512 + 32 * j:544 + 32 * j], 65536 + 4096 * j)
+    cta.tmem.alloc(512)
+    for c in q_copies():
+        execute(c, cta, warp=4, threads=1)
+    assert np.array_equal(cta.tmem.cells, tm.cells)

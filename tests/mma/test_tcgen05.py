@@ -4,9 +4,15 @@ import numpy as np
 import pytest
 
 from simtc.errors import DescriptorError, ShapeError, SimtcError, TmemAccessError
-from simtc.kernels.flashmla import P_COLUMN, read_p, replay_qk
 from simtc.mma import InstrDescriptor
-from simtc.mma.tcgen05 import tcgen05_mma
+from simtc.mma.tcgen05 import (
+    mma_arithmetic,
+    mma_read_accumulator,
+    mma_read_operands,
+    mma_write_back,
+    plan_mma,
+    tcgen05_mma,
+)
 from simtc.numerics import tensor_core_mma
 from simtc.numerics.cases import mma_operands
 from simtc.smem import CanonicalLayout, SharedMemory
@@ -126,23 +132,6 @@ def test_fp16_accumulator_in_the_low_half_of_each_cell():
     assert np.array_equal(got, tensor_core_mma(a, b, once, dtype="fp16", d_dtype="fp16"))
 
 
-def test_flashmla_dual_gemm_end_to_end():
-    """Issue #4 must-show: 18 cp + 18 TS .ws M=64 N=128; P_lo, P_hi via tcgen05.ld.32x32b."""
-    q = mma_operands("normal", 64, 64, 576, seed=1)[0]
-    k = mma_operands("normal", 64, 64, 576, seed=2)[0]
-    tm, _ = replay_qk(q, k)
-    p_lo, p_hi = read_p(tm)
-    exact = q.astype(np.float64) @ k.T.astype(np.float64)
-    p = p_lo + p_hi  # the softmax warps' fp32 add (round to nearest)
-    assert np.abs(p - exact).max() <= 1e-6 * np.abs(q).max() * np.abs(k).max() * 576
-    for half, got in ((0, p_lo), (1, p_hi)):
-        dims = np.concatenate([np.arange(512 + 32 * half, 544 + 32 * half)] +
-                              [np.arange(128 * t + 64 * half, 128 * t + 64 * half + 64) for t in range(4)])
-        want = tensor_core_mma(q[:, dims], k[:, dims])  # the same K chunks, in the kernel's order
-        assert np.array_equal(got.view(np.uint32), want.view(np.uint32))
-    assert tm.instructions[tm.last_writer[0, P_COLUMN]] == "QK NoPE k=15"
-
-
 def test_illegal_combinations_name_the_rule():
     a, b, _ = mma_operands("normal", 128, 128, 16, seed=8)
     sm, tm = setup(a, b)
@@ -168,3 +157,32 @@ def test_illegal_combinations_name_the_rule():
     with pytest.raises(SimtcError, match=r"not an operand of tcgen05\.mma\.ws"):
         tcgen05_mma(tm, sm, d_taddr=0, a_desc=T.descriptor(), b_desc=bd, idesc=idesc(64, 64), ws=True,
                     disable_output_lane=1)
+
+
+def test_the_steps_compose_to_the_instruction():
+    """plan -> operands -> accumulator -> arithmetic -> write-back is tcgen05_mma, bit for bit."""
+    a, b, _ = mma_operands("normal", 128, 128, 16, seed=11)
+    sm, tm = setup(a, b)
+    _a_into_tmem(tm, sm, a, 256)
+    sm2, tm2 = setup(a, b)
+    _a_into_tmem(tm2, sm2, a, 256)
+    kw = dict(d_taddr=0, a_taddr=256, b_desc=TB.descriptor(start=16384), idesc=idesc(64, 128), ws=True)
+    for step in range(2):
+        tcgen05_mma(tm, sm, enable_input_d=step > 0, **kw)
+        plan = plan_mma(enable_input_d=step > 0, **kw)
+        a_parts, bb = mma_read_operands(tm2, sm2, plan)
+        c = mma_read_accumulator(tm2, plan)
+        assert (c is None) == (step == 0) and a_parts.shape == (2, 64, 16) and bb.shape == (128, 16)
+        mma_write_back(tm2, plan, mma_arithmetic(plan, a_parts, bb, c), "by steps")
+    assert np.array_equal(tm.cells, tm2.cells)
+    assert tm2.instructions[-1] == "by steps"
+
+
+def test_plan_reads_no_memory_and_names_the_d_cells():
+    plan = plan_mma(d_taddr=400, a_taddr=384, b_desc=TB.descriptor(), idesc=idesc(64, 128), ws=True)
+    lane, col = plan.d_cells()
+    assert plan.form == "TS" and plan.layout.letter == "E" and lane.shape == (64, 128)
+    assert int(lane[5, 70]) == 69 and int(col[5, 70]) == 406  # D[5][70] of Layout E, from column 400
+    assert plan.written().all()
+    with pytest.raises(SimtcError, match="exactly one A"):
+        plan_mma(d_taddr=0, b_desc=TB.descriptor(), idesc=idesc(64, 128))
