@@ -145,3 +145,38 @@ def test_summary_and_critical_path():
     assert tr[path[-1]].cycle == e.cycles
     assert all(tr[a].cycle <= tr[b].cycle for a, b in itertools.pairwise(path))
     assert any(tr[i].kind == "complete" for i in path)       # the MMA sits on the critical path
+
+
+# ---- semantics mode ---------------------------------------------------------------------------------
+def test_semantics_mode_same_events_and_same_data_as_the_untimed_run():
+    import numpy as np
+
+    from simtc.kernels.flashmla.programs import load_qk, replay_qk, tmem_setup
+    from simtc.kernels.registry import build as build_registered
+    from simtc.semantics import Cta, execute
+
+    rng = np.random.default_rng(1)
+    q = rng.standard_normal((64, 576)).astype(np.float32)
+    k = rng.standard_normal((64, 576)).astype(np.float32)
+    ref = Cta()
+    replay_qk(q, k, cta=ref)
+    cta = Cta()
+    load_qk(q, k, smem=cta.smem)
+    for r in tmem_setup():
+        execute(r, cta, warp=0)
+    prog = build_registered("flashmla-qk")
+    cta.init_barriers(prog)
+    sem = Engine(prog, mode="semantics", cta=cta).run()
+    timing_only = Engine(prog).run()
+    assert sem.clean and sem.semantics_errors == []
+    assert sem.trace == timing_only.trace
+    for w in range(4):
+        assert np.array_equal(cta.regs[w]["p"], ref.regs[w]["p"])
+
+
+def test_flashmla_qk_is_clean_and_pipe_bound():
+    from simtc.kernels.registry import build as build_registered
+
+    e = Engine(build_registered("flashmla-qk")).run()
+    assert e.clean
+    assert e.units()["tensor_pipe"]["busy_cycles"] > e.cycles // 2

@@ -1,0 +1,103 @@
+"""``simtc simulate``: run a Program on the cycle-level engine and check it for hazards.
+
+``simtc simulate NAME|FILE.json`` runs a registered Program (``simtc program --list``; the
+hazard catalogue ``hazard/<name>``) or a Program's JSON. Exit status: 0 when the run is clean,
+1 when a hazard or a deadlock is found, 2 on bad usage. ``--json`` prints ``{"cycles", "events",
+"wall_seconds", "hazards": [{"rule", "cycle", "first", "second", "ref"}], "deadlock",
+"per_role", "units"}``; otherwise the timeline and the hazard reports are printed.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from simtc.cli._common import add_output_options, int_in
+
+__all__ = ["load_program", "register", "run"]
+
+
+def register(sub) -> None:
+    p = sub.add_parser("simulate", help="run a program on the cycle-level engine (timeline, hazards, deadlocks)",
+                       description="Run a Program cycle by cycle: warps as processes, the tensor pipe, TMA, TMEM "
+                                   "and shared-memory units, mbarriers; check hazards and deadlocks. Exit 0 clean, "
+                                   "1 on hazards or deadlock, 2 on bad usage.")
+    p.add_argument("program", metavar="NAME|FILE.json", help="a registered program name or a program JSON file")
+    p.add_argument("--timing-only", action="store_true",
+                   help="footprints and timing only (no data); default: records also execute on a CTA state")
+    p.add_argument("--until", type=int_in(0, None, "a cycle is a non-negative integer"), default=None,
+                   metavar="CYCLE", help="stop at this cycle (default: run to the end)")
+    p.add_argument("--step", action="store_true", help="print every trace event as it happens")
+    p.add_argument("--arch", choices=("sm100", "sm90"), default="sm100", help="timing parameter table")
+    add_output_options(p)
+    p.set_defaults(handler=run)
+
+
+def load_program(source: str):
+    """A registry name, a ``hazard/<name>`` of the catalogue, or a program JSON file."""
+    from simtc.cli.program import load
+    from simtc.kernels import hazards, registry
+
+    if source in hazards.PROGRAMS and source not in registry.PROGRAMS:
+        return hazards.build(source)
+    return load(source)
+
+
+def _semantics_setup(program):
+    """A CTA state for semantics mode: the barrier table initialised; a Program that never allocates
+    Tensor Memory runs after the kernel's setup allocation (all 512 columns, flashmla_head64.md §6.1)."""
+    from simtc.isa import Alloc, RelinquishAllocPermit
+    from simtc.semantics import Cta, execute
+
+    cta = Cta()
+    cta.init_barriers(program)
+    if not any(isinstance(r, Alloc) for role in program.roles for r in role.records):
+        execute(Alloc(512, 0), cta, warp=0)
+        execute(RelinquishAllocPermit(), cta, warp=0)
+    return cta
+
+
+def run(args) -> int:
+    from simtc.cli._common import emit_json, write_svg
+    from simtc.engine.core import Engine
+
+    program = load_program(args.program)
+    mode = "timing" if args.timing_only else "semantics"
+    cta = _semantics_setup(program) if mode == "semantics" else None
+    eng = Engine(program, mode=mode, arch=args.arch, cta=cta)
+    if args.step:
+        shown = 0
+        while not eng.finished and (args.until is None or eng.peek() < args.until):
+            eng.step()
+            for e in eng.trace[shown:]:
+                if not args.json:
+                    who = f"{e.role}[w{e.warp}]#{e.index}" if e.role else "-"
+                    print(f"{e.cycle:>8}  {e.kind:<8} {who:<20} {e.detail}")
+            shown = len(eng.trace)
+    else:
+        eng.run(until=args.until)
+    summary = eng.summary()
+    if eng.semantics_errors:
+        summary["semantics_errors"] = eng.semantics_errors
+    if getattr(args, "svg", None):
+        write_svg(eng.timeline(), args.svg, width=args.term_width, title=program.name)
+    if args.json:
+        emit_json(summary)
+    else:
+        from simtc.render.export import print_view
+
+        if not args.step:
+            print_view(eng.timeline(), width=args.term_width)
+        print(f"{program.name}: {summary['cycles']} cycles, {summary['events']} events"
+              f"{'' if eng.finished else ' (stopped at --until)'}")
+        for h in eng.hazards:
+            print(f"hazard: {h}")
+        if eng.deadlock:
+            print("deadlock: " + "; ".join(f"{w['role']}[w{w['warp']}]#{w['index']} waits on {w['waits_on']}"
+                                           for w in eng.deadlock["waiting"]))
+            for bar, who in eng.deadlock["would_arrive"].items():
+                names = ", ".join(f"{w['role']}[w{w['warp']}]#{w['index']} ({w['state']})" for w in who) or "nobody"
+                print(f"  {bar} would be arrived on by: {names}")
+        for s in eng.semantics_errors:
+            print(f"note: cycle {s['cycle']}: the semantics layer refused {s['record']}: {s['error']}",
+                  file=sys.stderr)
+    return 0 if eng.clean else 1
