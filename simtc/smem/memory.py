@@ -5,6 +5,12 @@ Capacity: 227 KiB (232,448 B) of dynamic shared memory per block on both sm90 an
 shared memory per thread block 227 KB for compute capability 9.0 and 10.0). Address 0 of the
 image is taken to be 1024-byte aligned, as CUTLASS, DeepGEMM and FlashMLA arrange.
 
+Instructions access the image only through :meth:`SharedMemory.read`, :meth:`~SharedMemory.write`,
+:meth:`~SharedMemory.gather` and :meth:`~SharedMemory.scatter`: these tell an observer
+(:attr:`SharedMemory.on_access`) and keep each byte's last writer. The tile helpers
+(:meth:`~SharedMemory.write_tile` ...) are host-side setup, like a test filling memory, and are
+not observed.
+
 Buffers are named byte ranges. They may alias (FlashMLA unions Q with ``dequant[0]``);
 :meth:`SharedMemory.aliases` shows which buffers share bytes.
 

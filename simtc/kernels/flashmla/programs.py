@@ -22,6 +22,8 @@ The QK step of one KV block (flashmla_head64.md §6.2, §7.1, §7.2):
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from simtc.isa.mbarrier import MbarrierTryWait
@@ -94,8 +96,12 @@ def qk_mmas(buf: int = 1) -> list[Mma]:
     return out
 
 
+@functools.lru_cache(maxsize=4)
 def qk_program(buf: int = 1) -> Program:
-    """``flashmla-qk``: the MMA warp's 18 copies, 18 MMAs and commit; the softmax warps' wait and P load."""
+    """``flashmla-qk``: the MMA warp's 18 copies, 18 MMAs and commit; the softmax warps' wait and P load.
+
+    A Program is a frozen value, so one instance per ``buf`` is built and shared.
+    """
     bar = f"qk_done[{buf}]"
     addr, count = MBARRIERS_V32[bar]
     mma = Role("mma", (MMA_WARP,), (*q_copies(), *qk_mmas(buf), Commit(bar, label="QK done")), threads=1)
