@@ -62,10 +62,11 @@ def run(args) -> int:
         if args.json:
             from simtc.cli._common import emit_json
 
-            emit_json({name: desc for name, (desc, _) in sorted(registry.PROGRAMS.items())})
+            emit_json(registry.programs())
             return 0
-        width = max(map(len, registry.PROGRAMS))
-        for name, (desc, _) in sorted(registry.PROGRAMS.items()):
+        listing = registry.programs()
+        width = max(map(len, listing))
+        for name, desc in listing.items():
             print(f"{name:<{width}}  {desc}")
         return 0
     if not args.program:

@@ -25,8 +25,14 @@ def run(capsys, monkeypatch):
 def test_list_names_each_program_on_one_line(run):
     rc, out, _ = run("program", "--list")
     assert rc == 0
+    from simtc.kernels.registry import programs
+
     lines = out.splitlines()
-    assert len(lines) == 1 and lines[0].startswith("flashmla-qk ") and "18 tcgen05.mma.ws" in lines[0]
+    assert len(lines) == len(programs()) and all(len(line.split(None, 1)) == 2 for line in lines)
+    qk = [line for line in lines if line.startswith("flashmla-qk ")]
+    assert len(qk) == 1 and "18 tcgen05.mma.ws" in qk[0]
+    rc, out, _ = run("program", "--list", "--json")
+    assert rc == 0 and json.loads(out)["flashmla-qk"] == programs()["flashmla-qk"]
 
 
 def test_json_counts_and_loads_back(run, tmp_path):
