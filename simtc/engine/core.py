@@ -301,19 +301,23 @@ class Engine:
     def _compile(self) -> None:
         rects: dict[tuple, None] = {}
         ranges: dict[tuple, None] = {}
-        cache: dict[tuple[int, int], tuple] = {}
+        cache: dict[tuple, tuple] = {}
         self.agents: list[_Agent] = []
         for role in self.program.roles:
             nthreads = role.threads if role.threads is not None else 32 * len(role.warps)
             per_warp = max(1, min(32, nthreads // max(1, len(role.warps))))
+            first: list[_Op] | None = None
             for w in role.warps:
-                ops = []
-                for i, rec in enumerate(role.records):
-                    ops.append(self._compile_op(rec, i, w, cache, rects, ranges))
+                if first is None:
+                    ops = [self._compile_op(rec, i, w, cache, rects, ranges) for i, rec in enumerate(role.records)]
+                    first = ops
+                else:  # only TMEM ld/st depend on the warp (its lane quadrant): share the other compiled ops
+                    ops = [self._compile_op(op.rec, op.index, w, cache, rects, ranges) if op.kind in (K_LD, K_ST)
+                           else op for op in first]
                 self.agents.append(_Agent(len(self.agents), role.name, w, per_warp, ops))
         self._alloc_seen = any(op.kind == K_ALLOC for a in self.agents for op in a.ops)
-        self._rect_over = _overlaps(list(rects), _rect_overlap)
-        self._range_over = _overlaps(list(ranges), _range_overlap)
+        self._rect_over = _Overlaps(list(rects), _rect_overlap)
+        self._range_over = _SetOverlaps(list(ranges))
 
     def _compile_op(self, rec, index: int, warp: int, cache, rects, ranges) -> _Op:
         cls = type(rec).__name__
@@ -323,7 +327,7 @@ class Engine:
                               rule="records the engine models")
         op = _Op(kind, rec, index)
         op.name = rec.opcode if isinstance(getattr(rec, "opcode", None), str) else cls
-        key = (id(rec), warp % 4 if kind in (K_LD, K_ST) else 0)
+        key = (rec, warp % 4 if kind in (K_LD, K_ST) else 0)  # equal records share their footprint
         hit = cache.get(key)
         quad = None
         if hit is None:
@@ -332,8 +336,10 @@ class Engine:
             except LaneQuadrantError as e:  # an absolute lane outside the warp's quadrant: flagged at issue
                 quad = e.message
                 fp = rec.footprint((rec.taddr >> 16) // 32)
-            sr = tuple((r.start, r.stop) for r in fp.smem_reads)
-            sw = tuple((r.start, r.stop) for r in fp.smem_writes)
+            # shared memory: one key per record = the tuple of its byte ranges (overlaps between keys are
+            # exact and memoised, so a descriptor read of many swizzled pieces costs one lookup)
+            sr = (tuple((r.start, r.stop) for r in fp.smem_reads),) if fp.smem_reads else ()
+            sw = (tuple((r.start, r.stop) for r in fp.smem_writes),) if fp.smem_writes else ()
             tr = tuple((r.lane0, r.lane0 + r.lanes, r.col0, r.col0 + r.cols) for r in fp.tmem_reads)
             tw = tuple((r.lane0, r.lane0 + r.lanes, r.col0, r.col0 + r.cols) for r in fp.tmem_writes)
             hit = (sr, sw, tr, tw, tuple(fp.regs_read), tuple(fp.regs_written), fp.proxy == "async")
@@ -584,17 +590,24 @@ class Engine:
         costs = self.costs
         check = self.check
         sem = self.mode == "semantics"
+        sp_free, sp, busy, trace = self._sp_free, ag.sp, self.unit_busy, self.trace
         for op in ag.ops:
             ag.pc = op.index
             kind = op.kind
             cycles = op.occ if kind == K_CUDA else 1
-            stall = self._issue_slot(ag, cycles)
-            if stall:
-                yield env.timeout(stall)
             now = env._now
+            free = sp_free[sp]  # the sub-partition's issue slot (inlined _issue_slot: the hot path)
+            if free > now:
+                sp_free[sp] = free + cycles
+                busy["issue"] += cycles
+                yield env.timeout(free - now)
+                now = env._now
+            else:
+                sp_free[sp] = now + cycles
+                busy["issue"] += cycles
             me = (ag.role, ag.warp, op.index)
-            ev = self._ev(ag.role, ag.warp, op.index, "issue", op.name, ag.last_ev)
-            ag.last_ev = ev
+            trace.append(Event(now, ag.role, ag.warp, op.index, "issue", op.name, ag.last_ev))
+            ev = ag.last_ev = len(trace) - 1
             if check and op.regs_r and ag.regs_pending:
                 for reg in op.regs_r:
                     s = ag.regs_pending.get(reg)
@@ -1156,5 +1169,45 @@ def _range_overlap(a, b) -> bool:
     return a[0] < b[1] and b[0] < a[1]
 
 
-def _overlaps(items: list, fn) -> dict:
-    return {a: [b for b in items if fn(a, b)] for a in items}
+class _SetOverlaps(dict):
+    """range-set key -> the registered range-set keys sharing at least one byte with it (memoised)."""
+
+    def __init__(self, keys: list):
+        super().__init__()
+        self._keys_of: dict[tuple, list] = {}
+        for k in keys:
+            for r in k:
+                self._keys_of.setdefault(r, []).append(k)
+        self._ranges = _Overlaps(list(self._keys_of), _range_overlap)
+
+    def __missing__(self, key):
+        out: dict = {}
+        for r in key:
+            for r2 in self._ranges[r]:
+                for k in self._keys_of[r2]:
+                    out[k] = None
+        res = list(out)
+        self[key] = res
+        return res
+
+
+class _Overlaps(dict):
+    """item -> the registered items overlapping it; computed on first use (a sorted sweep on the
+    first coordinate pair, so compiling a long Program stays linear-ish)."""
+
+    def __init__(self, items: list, fn):
+        super().__init__()
+        import bisect
+
+        self._bisect = bisect.bisect_left
+        self._items = sorted(items)
+        self._starts = [it[0] for it in self._items]
+        self._maxlen = max((it[1] - it[0] for it in self._items), default=0)
+        self._fn = fn
+
+    def __missing__(self, key):
+        lo = self._bisect(self._starts, key[0] - self._maxlen)
+        hi = self._bisect(self._starts, key[1])
+        out = [b for b in self._items[lo:hi] if self._fn(key, b)]
+        self[key] = out
+        return out
