@@ -6,7 +6,7 @@ from attrs import frozen
 
 from simtc.errors import HardwareUnavailable
 
-__all__ = ["DeviceInfo", "probe", "require"]
+__all__ = ["DeviceInfo", "describe", "probe", "require"]
 
 
 @frozen
@@ -48,3 +48,38 @@ def require(arch: str | None = None) -> DeviceInfo:
         raise HardwareUnavailable(f"this check needs {arch}; the device is {info.name} ({info.arch})",
                                   rule="architecture-specific instructions")
     return info
+
+
+def describe() -> str:
+    """One line naming the device, its driver, CUDA, cupy, numpy and the kernel build route (for recordings)."""
+    import os
+
+    import numpy
+
+    info = probe()
+    if not info.available:
+        return f"no device ({info.reason})"
+    import cupy
+
+    parts = [f"{info.name} ({info.arch}, {info.sms} SMs)"]
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+        v = pynvml.nvmlSystemGetDriverVersion()
+        parts.append(f"driver {v.decode() if isinstance(v, bytes) else v}")
+    except Exception:  # NVML is optional: nvidia-ml-py may be missing or refuse
+        pass
+    d = cupy.cuda.runtime.driverGetVersion()
+    parts.append(f"CUDA {d // 1000}.{d % 1000 // 10} (driver API)")
+    route = os.environ.get("SIMTC_COMPILER", "auto")
+    try:
+        from cuda.bindings import nvrtc
+
+        _, major, minor = nvrtc.nvrtcVersion()
+        route += f", NVRTC {major}.{minor}"
+    except Exception:  # cuda-bindings missing: kernels come from nvcc
+        pass
+    parts.append(f"kernels built by route {route}")
+    parts.append(f"cupy {cupy.__version__}, numpy {numpy.__version__}")
+    return ", ".join(parts)

@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from simtc.hw.suite import Case, _poisoned_memory
+from simtc.hw.results import CheckResult
+from simtc.hw.suite import Case, _poisoned_memory, case_key
 from simtc.hw.wgmma import WgmmaInstr, WgmmaProgram
 from simtc.mma.operands import read_operand
 from simtc.mma.wgmma import matrix_to_fragment
@@ -75,17 +76,19 @@ def predict_base_offset(case: Case, hypothesis: str) -> np.ndarray:
     return matrix_to_fragment(acc)
 
 
-def run_base_offset_experiment(seed: int, progress):
-    """Run the 12 cases; a hypothesis is confirmed when it predicts every run bit for bit."""
+def run_base_offset_experiment(seed: int, progress) -> tuple[list[CheckResult], dict[str, np.ndarray]]:
+    """Run the 12 cases; a hypothesis is confirmed when it predicts every run bit for bit.
+
+    Returns the row and the GPU registers of every case (by :func:`~simtc.hw.suite.case_key`).
+    """
     from simtc.hw import wgmma as hw
-    from simtc.hw.crosscheck import _SAVED, CheckResult
 
     matches = {h: 0 for h in BASE_OFFSET_HYPOTHESES}
-    rows = []
+    rows, outputs = [], {}
     cases = base_offset_cases(seed)
     for case in cases:
         got, _ = hw.run(case.image, case.program)
-        _SAVED[f"{case.check} | {case.label}"] = got
+        outputs[case_key(case)] = got
         ok = {h: bool(np.array_equal(got.view(np.uint32), predict_base_offset(case, h).view(np.uint32)))
               for h in BASE_OFFSET_HYPOTHESES}
         for h, v in ok.items():
@@ -98,4 +101,4 @@ def run_base_offset_experiment(seed: int, progress):
               + "; ".join(f"{h} {n}/{len(cases)}" for h, n in matches.items()))
     ok = matches[MEASURED_BASE_OFFSET] == len(cases)
     return [CheckResult("experiment: non-zero base offset (A off its boundary)", "pass" if ok else "FAIL",
-                        len(cases), matches[MEASURED_BASE_OFFSET], detail=detail, rows=tuple(rows))]
+                        len(cases), matches[MEASURED_BASE_OFFSET], detail=detail, rows=tuple(rows))], outputs

@@ -12,14 +12,14 @@ reads outside A and B produces a visible, predictable result instead of zeros.
 from __future__ import annotations
 
 import numpy as np
-from attrs import evolve, frozen
+from attrs import evolve, field, frozen
 
 from simtc.hw.wgmma import WgmmaInstr, WgmmaProgram
 from simtc.numerics.cases import Stream, mma_operands
 from simtc.smem import CanonicalLayout, SharedMemory, SmemDescriptor, SwizzleMode
 
-__all__ = ["A_BASE", "B_BASE", "IMAGE_BYTES", "Case", "dual_gemm_case", "layout_cases", "special_value_cases",
-           "wrong_descriptor_cases"]
+__all__ = ["A_BASE", "B_BASE", "IMAGE_BYTES", "Case", "case_key", "dual_gemm_case", "layout_cases",
+           "special_value_cases", "wrong_descriptor_cases"]
 
 A_BASE = 0
 B_BASE = 16 * 1024
@@ -29,15 +29,30 @@ SWIZZLES = ("INTERLEAVE", "SW32", "SW64", "SW128")
 CROSSCHECK_DISTRIBUTIONS = ("normal", "wide", "tiny", "zeros", "cancel")
 
 
+def _read_only(image) -> np.ndarray:
+    a = np.array(image, dtype=np.uint8, copy=True)
+    a.setflags(write=False)
+    return a
+
+
 @frozen(eq=False)
 class Case:
-    """One GPU run: an image, a program, and what it means."""
+    """One GPU run: an image (a read-only copy), a program, and what it means."""
 
     check: str
     label: str
-    image: np.ndarray
+    image: np.ndarray = field(converter=_read_only)
     program: WgmmaProgram
     meta: dict
+
+
+def case_key(case: Case) -> str:
+    """The one name of a case in recordings (written by ``--save``, looked up by ``--replay``).
+
+    >>> case_key(special_value_cases()[3])
+    'special values | bf16 K-major SW128 N=64 overflow'
+    """
+    return f"{case.check} | {case.label}"
 
 
 def _poisoned_memory(seed: int) -> SharedMemory:

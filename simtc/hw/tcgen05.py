@@ -42,7 +42,7 @@ def build_checks():
     """Build for sm_100a (SASS counts) and confirm sm_90a rejects tcgen05 (ptxas's message)."""
     from simtc.errors import HardwareUnavailable
     from simtc.hw.compile import CompileError, compile_cuda, disassemble, sass_histogram
-    from simtc.hw.crosscheck import CheckResult
+    from simtc.hw.results import CheckResult
 
     out = []
     try:
@@ -113,7 +113,7 @@ def run_dual_qk(q: np.ndarray, k: np.ndarray) -> np.ndarray:
 
 def gpu_check(seed: int, progress):
     """sm_100a: every dumped TMEM cell (Q region and P) equals simtc's TensorMemory."""
-    from simtc.hw.crosscheck import CheckResult
+    from simtc.hw.results import CheckResult
     from simtc.numerics.cases import mma_operands
 
     q = mma_operands("normal", 64, 64, 576, seed=seed + 1)[0]

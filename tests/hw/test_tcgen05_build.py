@@ -5,7 +5,7 @@ import importlib.util
 import numpy as np
 import pytest
 
-from simtc.hw.tcgen05 import EXPECTED_SASS, PARAM_DTYPE, build_checks, kernel_source, pack_params
+from simtc.hw.tcgen05 import PARAM_DTYPE, build_checks, kernel_source, pack_params
 
 HAVE = importlib.util.find_spec("cuda") is not None and importlib.util.find_spec("cuda.bindings") is not None
 
@@ -17,7 +17,8 @@ def test_build_and_sass_counts():
     if r.status == "skipped":
         pytest.skip(r.detail)
     assert r.status == "pass", r.detail
-    for op, n in EXPECTED_SASS.items():
+    # 18 MMAs, 18 copies, one commit, 13 x16 loads (208 columns): literals, not the module's own table
+    for op, n in {"UTCHMMA.WS": 18, "UTCCP.T.S": 18, "UTCBAR": 1, "LDTM.x16": 13}.items():
         assert f"{op} x{n}" in r.detail
     rej = results["sm_90a rejects tcgen05"]
     assert rej.status == "pass" and "not supported on .target 'sm_90a'" in rej.detail
