@@ -7,7 +7,11 @@ runs clean. The scenes follow the canonical sequences of PTX ISA 9.0 §9.7.16.6.
 sharing one accumulator, a producer writing shared memory, TMA loads on an mbarrier.
 
 >>> sorted(EXPECTED)[:2]
-['hazard/alloc-after-relinquish', 'hazard/deadlock-missing-arrive']
+['hazard/alloc-after-relinquish', 'hazard/alloc-after-relinquish-fixed']
+>>> EXPECTED["hazard/ld-before-commit"], EXPECTED["hazard/ld-before-commit-fixed"]
+('tmem-read-before-commit', None)
+>>> REGISTRY_ENTRIES["hazard/ld-before-commit"][1]
+'simtc.kernels.hazards:hazard_ld_before_commit'
 >>> build("hazard/ld-before-commit").counts()["tcgen05.ld"]
 1
 """
@@ -16,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-__all__ = ["EXPECTED", "PROGRAMS", "build", "names", "register_all"]
+__all__ = ["EXPECTED", "PROGRAMS", "REGISTRY_ENTRIES", "build", "names", "register_all"]
 
 _A, _B = 0, 16384        # shared-memory A (128 x 16 bf16) and B (64 x 16 bf16) tiles, SW128 K-major
 _TILE_BYTES = 16384
@@ -208,11 +212,16 @@ def _make(name: str, builder: Callable, kwargs: dict) -> Callable:
     return build_it
 
 
+REGISTRY_ENTRIES: dict[str, tuple[str, str]] = {}
+"""The catalogue in :data:`simtc.kernels.registry.PROGRAMS`' format: name -> (description, "module:function")."""
+
 for _n, (_rule, _builder, _bug, _fix) in _CATALOGUE.items():
-    PROGRAMS[f"hazard/{_n}"] = _make(f"hazard/{_n}", _builder, _bug)
-    EXPECTED[f"hazard/{_n}"] = _rule
-    PROGRAMS[f"hazard/{_n}-fixed"] = _make(f"hazard/{_n}-fixed", _builder, _fix)
-    EXPECTED[f"hazard/{_n}-fixed"] = None
+    for _name, _kw, _what in ((f"hazard/{_n}", _bug, f"seeded bug, flagged as {_rule}"),
+                              (f"hazard/{_n}-fixed", _fix, f"the correct twin of hazard/{_n} (clean)")):
+        PROGRAMS[_name] = _make(_name, _builder, _kw)
+        EXPECTED[_name] = None if _name.endswith("-fixed") else _rule
+        globals()[PROGRAMS[_name].__name__] = PROGRAMS[_name]
+        REGISTRY_ENTRIES[_name] = (f"hazard catalogue: {_what}", f"{__name__}:{PROGRAMS[_name].__name__}")
 
 
 def names() -> list[str]:
