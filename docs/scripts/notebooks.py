@@ -74,6 +74,14 @@ def notebook_json(cells: list[tuple[str, str]]) -> str:
     return nbformat.writes(nb) + "\n"
 
 
+def title(src: Path) -> str:
+    """The notebook's title: its first Markdown heading without the number (``01 · Title`` -> ``Title``)."""
+    for kind, body in cells_of(src):
+        if kind == "markdown" and body.startswith("# "):
+            return body.splitlines()[0][2:].split("·", 1)[-1].strip()
+    return src.stem
+
+
 def target(src: Path) -> Path:
     return OUT / (src.stem + ".ipynb")
 
