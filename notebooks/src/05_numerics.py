@@ -8,14 +8,14 @@
 #
 # * **MMA-Sim** golden outputs (`tests/data/mmasim_golden.npz`, a bit-accurate reference model,
 #   arXiv 2511.10909), and
-# * **an NVIDIA H200** — outputs recorded on 2026-11-29 (`tests/data/h200_crosscheck_seed0.npz`).
+# * **an NVIDIA H200** — recorded outputs (`tests/data/h200_crosscheck_seed0.npz`; its date and device
+#   are printed below, from the file).
 #
 # Sources: the numerics fact sheet (MMA-Sim; Khattak & Mikaitis, arXiv 2512.07004) and our H200
 # measurements; `docs/numerics.md`. PTX itself leaves the accumulation order and rounding
 # unspecified (PTX ISA 9.0 §9.7.15, wgmma).
 
 # %%
-import json
 from pathlib import Path
 
 import attrs
@@ -24,6 +24,7 @@ from IPython.display import display
 from rich.table import Table
 
 import simtc
+from simtc.hw.recording import read_recording
 from simtc.mma.wgmma import fragment_to_matrix
 from simtc.numerics import ARCH_PARAMS, decode_bits, encode_bits, fused_dot_add, tensor_core_mma
 from simtc.numerics.cases import mma_operands
@@ -127,17 +128,16 @@ display(summary)
 # first). simtc computes the same chains by reordering K — the chain order is part of the result.
 
 # %%
-h200 = np.load(DATA / "h200_crosscheck_seed0.npz")
-meta = json.loads(bytes(h200["meta"]).decode())
-print(f"recorded {meta['date']} on {meta['device']}")
+h200 = read_recording(DATA / "h200_crosscheck_seed0.npz")
+print(f"recorded {h200.meta['date']} on {h200.meta['device']}")
 q = mma_operands("normal", 64, 64, 576, seed=1)[0]
 k = mma_operands("normal", 64, 64, 576, seed=2)[0]
 chunks = np.arange(512).reshape(8, 64)
 dims = {"P_lo": np.r_[512:544, chunks[0::2].ravel()], "P_hi": np.r_[544:576, chunks[1::2].ravel()]}
 hw_exact, np_same = {}, {}
 for name, d in dims.items():
-    i = next(j for j, lab in enumerate(meta["labels"]) if lab.startswith(f"dual GEMM (Hopper) | {name}"))
-    measured = fragment_to_matrix(h200[f"out{i}"])
+    key = next(key for key in h200.keys if key.startswith(f"dual GEMM (Hopper) | {name}"))
+    measured = fragment_to_matrix(h200.registers[key])
     model = tensor_core_mma(q[:, d], k[:, d], arch="sm90")
     plain = (q[:, d] @ k[:, d].T).astype(np.float32)
     hw_exact[name] = bool(np.array_equal(model.view(np.uint32), measured.view(np.uint32)))
