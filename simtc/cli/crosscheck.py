@@ -25,10 +25,13 @@ def register(sub) -> None:
     p.add_argument("--json", action="store_true", help="print machine-readable JSON")
     p.add_argument("--no-timing", action="store_true", help="skip the wgmma timing microbenchmark")
     p.add_argument("--save", metavar="FILE.npz",
-                   help="record every GPU output of this run (what --replay reads; needs an sm_90a GPU)")
-    p.add_argument("--save-timing", metavar="FILE.json", help="write the wgmma timing measurements as JSON")
+                   help="record every GPU output of this run (what --replay reads; needs an sm_90a GPU) "
+                        "(default: not recorded)")
+    p.add_argument("--save-timing", metavar="FILE.json",
+                   help="write the wgmma timing measurements as JSON (default: not written)")
     p.add_argument("--replay", metavar="FILE.npz",
-                   help="check outputs recorded by --save against simtc (no GPU needed)")
+                   help="check outputs recorded by --save against simtc, no GPU needed "
+                        "(default: run the checks here instead)")
     p.set_defaults(handler=run)
 
 
