@@ -1,21 +1,23 @@
-"""simtc: an educational, bit-exact simulator of NVIDIA Blackwell tcgen05 tensor-core data flow.
+"""simtc: an educational, cycle-level, bit-exact simulator of NVIDIA Blackwell tcgen05 tensor-core data flow.
 
-What exists today is the data flow and the arithmetic, bit for bit: where every byte and
-element lives, what every instruction reads and writes, and the exact fp32 results. Timing is
-not modelled yet (an event-driven timing engine is in progress).
+The data flow and the arithmetic are exact, bit for bit: where every byte and element lives, what
+every instruction reads and writes, and the exact fp32 results. Time comes from an event engine
+(SimPy) whose timing model is calibrated on published B200 and our own H200 measurements; every
+timing parameter is labelled measured, derived or assumed (:mod:`simtc.engine.timing`).
 
 Subpackages load lazily (``import simtc`` is cheap, no numpy): every subpackage below is an
 attribute of :mod:`simtc` that is imported on first use.
 
 * ``simtc.errors`` -- the error hierarchy (every error names the rule it breaks);
+* ``simtc.isa`` -- instruction records (``tcgen05``, mbarrier, TMA, ``wgmma``, ...) and Programs: pure data;
 * ``simtc.numerics`` -- number formats and tensor-core arithmetic bit for bit;
 * ``simtc.smem`` -- shared-memory layouts, swizzles, descriptors, byte images, bank conflicts;
 * ``simtc.tmem`` -- Tensor Memory: addresses, allocation, data-path layouts, ``tcgen05.ld/st/cp``;
-* ``simtc.mma`` -- tensor-core instructions: the instruction descriptor, ``tcgen05.mma``, ``wgmma``;
-* ``simtc.isa`` -- instruction records (``tcgen05`` alloc, cp, mma, ld, st, ...) and their JSON form;
-* ``simtc.kernels`` -- kernels as data (FlashMLA's SM100 head64 decode step);
-* ``simtc.engine`` -- the event-driven timing engine (in progress: warps, asynchronous units, barriers,
-  a labelled timing model);
+* ``simtc.mma`` -- tensor-core arithmetic over the memories: ``tcgen05.mma``, ``wgmma``;
+* ``simtc.semantics`` -- what each instruction record does to a CTA's state (one access API);
+* ``simtc.engine`` -- the cycle-level event engine: warps, asynchronous units, barriers, the labelled
+  timing model, the hazard and deadlock checker;
+* ``simtc.kernels`` -- kernels as Programs built from data (FlashMLA's SM100 head64 decode, the hazard catalogue);
 * ``simtc.render`` -- terminal, Jupyter and SVG views (rich);
 * ``simtc.hw`` -- the hardware path: CUDA executors and cross-checks against real GPUs;
 * ``simtc.cli`` -- the ``simtc`` command.
@@ -63,6 +65,7 @@ if TYPE_CHECKING:  # pragma: no cover (for type checkers; at run time __getattr_
     from simtc import mma as mma
     from simtc import numerics as numerics
     from simtc import render as render
+    from simtc import semantics as semantics
     from simtc import smem as smem
     from simtc import tmem as tmem
 

@@ -197,6 +197,27 @@ _CATALOGUE: dict[str, tuple[str, Callable, dict, dict]] = {
     "deadlock-named-barrier": ("deadlock", _named_scene, {"threads": 96}, {}),
 }
 
+_BUGS: dict[str, str] = {
+    "ld-before-commit": "tcgen05.ld of the accumulator without waiting for the MMA's commit",
+    "missing-after-fence": "the consumer reads TMEM after the mbarrier wait without tcgen05.fence::after_thread_sync",
+    "ld-regs-before-wait": "registers of a tcgen05.ld used before tcgen05.wait::ld",
+    "overwrite-before-ld-done": "the reader frees P before its tcgen05.ld completes; the next MMA overwrites P",
+    "missing-before-fence": "the TMEM reader arrives on the barrier without tcgen05.fence::before_thread_sync",
+    "lane-quadrant": "a warp's tcgen05.ld reaches outside its lane quadrant",
+    "missing-proxy-fence": "st.shared data consumed by the MMA (async proxy) without fence.proxy.async",
+    "smem-overwrite-in-flight": "shared memory rewritten while an in-flight MMA may still read it",
+    "tma-wrong-parity": "the consumer waits on the wrong mbarrier parity and reads before the TMA load completes",
+    "tx-underflow": "more bytes arrive than the expect_tx announced (tx-count underflow)",
+    "over-arrival": "more arrivals than the mbarrier's expected count in one phase",
+    "parity-not-flipped": "the second wait reuses the first phase's parity",
+    "alloc-over-512": "tcgen05.alloc beyond the 512 TMEM columns",
+    "alloc-after-relinquish": "tcgen05.alloc after tcgen05.relinquish_alloc_permit",
+    "dealloc-unallocated": "tcgen05.dealloc of columns that were never allocated",
+    "deadlock-missing-arrive": "a consumer waits on an mbarrier that nobody arrives on",
+    "deadlock-named-barrier": "bar.sync expects more threads than ever arrive",
+}
+"""What each seeded bug does, in one line (listed by ``simtc program --list``)."""
+
 EXPECTED: dict[str, str | None] = {}
 """``hazard/<name>`` -> the rule it must be flagged with (``None`` for the ``-fixed`` twins: clean)."""
 PROGRAMS: dict[str, Callable] = {}
@@ -216,12 +237,13 @@ REGISTRY_ENTRIES: dict[str, tuple[str, str]] = {}
 """The catalogue in :data:`simtc.kernels.registry.PROGRAMS`' format: name -> (description, "module:function")."""
 
 for _n, (_rule, _builder, _bug, _fix) in _CATALOGUE.items():
-    for _name, _kw, _what in ((f"hazard/{_n}", _bug, f"seeded bug, flagged as {_rule}"),
+    for _name, _kw, _what in ((f"hazard/{_n}", _bug, f"seeded bug: {_BUGS[_n]} (flagged as {_rule})"),
                               (f"hazard/{_n}-fixed", _fix, f"the correct twin of hazard/{_n} (clean)")):
         PROGRAMS[_name] = _make(_name, _builder, _kw)
         EXPECTED[_name] = None if _name.endswith("-fixed") else _rule
         globals()[PROGRAMS[_name].__name__] = PROGRAMS[_name]
-        REGISTRY_ENTRIES[_name] = (f"hazard catalogue: {_what}", f"{__name__}:{PROGRAMS[_name].__name__}")
+        PROGRAMS[_name].__doc__ = f"hazard catalogue, {_what}."
+        REGISTRY_ENTRIES[_name] = (f"hazard catalogue, {_what}", f"{__name__}:{PROGRAMS[_name].__name__}")
 
 
 def names() -> list[str]:
