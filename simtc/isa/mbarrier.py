@@ -19,16 +19,19 @@ from simtc.isa.footprint import Footprint
 __all__ = ["MAX_COUNT", "MAX_TX", "MbarrierArrive", "MbarrierArriveExpectTx", "MbarrierInit", "MbarrierTryWait"]
 
 MAX_COUNT = (1 << 20) - 1
-"""Largest expected-arrival count of an mbarrier: counts are 1 ... 2**20 - 1 (PTX ISA 9.0 §9.7.13.15.1)."""
+"""Largest expected-arrival count of an mbarrier: counts are 1 ... 2**20 - 1 (PTX ISA 9.0 §9.7.13.15.2,
+"Contents of the mbarrier object")."""
 MAX_TX = (1 << 20) - 1
-"""Largest pending transaction count (bytes) of one ``expect_tx``: 2**20 - 1 (PTX ISA 9.0 §9.7.13.15.1)."""
+"""Largest pending transaction count (bytes) of one ``expect_tx``: 2**20 - 1, the tx-count maximum (PTX ISA 9.0
+§9.7.13.15.2, "Contents of the mbarrier object")."""
 _REF = "PTX ISA 9.0 §9.7.13.15"
 
 
 def _count(inst, attribute, value) -> None:
     if not 1 <= value <= MAX_COUNT:
         fail(f"{inst.op} count = {value}: must be > 0 and <= 2**20 - 1",
-             rule="mbarrier counts are 1 ... 2**20 - 1", ref="PTX ISA 9.0 §9.7.13.15.1 / §9.7.13.15.11")
+             rule="mbarrier counts are 1 ... 2**20 - 1",
+             ref="PTX ISA 9.0 §9.7.13.15.2 (counts); §9.7.13.15.9 (mbarrier.init), §9.7.13.15.13 (mbarrier.arrive)")
 
 
 class _Bar(Instr):
@@ -86,7 +89,8 @@ class MbarrierArriveExpectTx(_Bar):
     def __attrs_post_init__(self) -> None:
         if not 0 <= self.tx_bytes <= MAX_TX:
             fail(f"expect_tx of {self.tx_bytes} bytes: the tx-count is 0 ... 2**20 - 1",
-                 rule="mbarrier tx-count range", ref="PTX ISA 9.0 §9.7.13.15.1")
+                 rule="mbarrier tx-count range",
+                 ref="PTX ISA 9.0 §9.7.13.15.2 (tx-count range); §9.7.13.15.13 (mbarrier.arrive.expect_tx)")
 
     def ptx(self) -> str:
         return f"mbarrier.arrive.expect_tx.shared::cta.b64 state, [{self.bar}], {self.tx_bytes};"

@@ -99,7 +99,7 @@ class Barrier:
         if self.kind == "mbarrier":
             if not 1 <= self.count <= MAX_COUNT:
                 fail(f"mbarrier {self.name!r}: count {self.count} must be 1 ... 2**20 - 1",
-                     rule="mbarrier counts are 1 ... 2**20 - 1", ref="PTX ISA 9.0 §9.7.13.15.1")
+                     rule="mbarrier counts are 1 ... 2**20 - 1", ref="PTX ISA 9.0 §9.7.13.15.2")
             if self.id is not None:
                 fail(f"mbarrier {self.name!r} has no named-barrier id", rule="only named barriers have ids")
             if self.addr is not None and (self.addr < 0 or self.addr % 8):

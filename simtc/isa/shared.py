@@ -1,10 +1,10 @@
 """``ld.shared`` / ``st.shared`` records: one warp-wide (or role-wide) shared-memory access of
-``width`` bytes per thread (PTX ISA 9.0 §9.7.9.8 ld, §9.7.9.10 st; vector forms ``.v2``/``.v4``).
+``width`` bytes per thread (PTX ISA 9.0 §9.7.9.8 ld, §9.7.9.11 st; vector forms ``.v2``/``.v4``).
 
 Thread ``i`` (of the ``threads`` executing threads, in order) accesses
 ``[addr + offset_i, addr + offset_i + width)`` with ``offset_i = i * stride`` (``stride``
 defaults to ``width``), or ``offsets[i]`` when explicit per-thread offsets are given (e.g.
-FlashMLA's pre-swizzled dequant stores). Addresses must be aligned to the access size.
+FlashMLA's pre-swizzled dequant stores). Addresses must be aligned to the access size (§6.4.1).
 
 >>> StShared(212992, 16, "p_peer").footprint().smem_writes
 (SmemRange(start=212992, stop=213504),)
@@ -27,7 +27,8 @@ __all__ = ["WIDTHS", "LdShared", "StShared"]
 
 WIDTHS = {1: ".b8", 2: ".b16", 4: ".b32", 8: ".v2.b32", 16: ".v4.b32"}
 """Bytes per thread -> PTX type suffix (``.v2.b32`` = LDS.64, ``.v4.b32`` = LDS.128)."""
-_REF = "PTX ISA 9.0 §9.7.9.8 (ld) / §9.7.9.10 (st): addresses aligned to the access size"
+_REF = ("PTX ISA 9.0 §9.7.9.8 (ld) / §9.7.9.11 (st): .v8/.v4.b64 are .global only, so at most 16 B per thread "
+        "in .shared; §6.4.1 (Addresses as Operands): addresses aligned to the access size")
 
 
 def _width(inst, attribute, value) -> None:

@@ -36,7 +36,8 @@ def _bar_id(inst, attribute, value) -> None:
 def _threads(inst, attribute, value) -> None:
     if value <= 0 or value % 32 or value > 1024:
         fail(f"{inst.op} thread count {value} must be a positive multiple of 32 (at most 1024)",
-             rule="bar thread count is a multiple of the warp size", ref=_REF)
+             rule="bar thread count is a multiple of the warp size",
+             ref=f"{_REF}; at most 1024 = the CTA size limit (CUDA C++ Programming Guide, compute capabilities)")
 
 
 class _Named(Instr):

@@ -72,7 +72,7 @@ ALLOC_NCOLS = tuple(32 << i for i in range(5))
 """``tcgen05.alloc`` column counts: a power of two, 32 ... 512 (PTX ISA 9.0 §9.7.16.1.2, §9.7.16.7.1)."""
 _REF_ALLOC = "PTX ISA 9.0 §9.7.16.7.1"
 _REF_MMA = "PTX ISA 9.0 §9.7.16.10.9"
-_REF_LDST = "PTX ISA 9.0 §9.7.16.8.3"
+_REF_LDST = "PTX ISA 9.0 §9.7.16.8.3 (tcgen05.ld) / §9.7.16.8.4 (tcgen05.st)"
 _REF_QUAD = "PTX ISA 9.0 §9.7.16.8.1"
 _REF_CP = "PTX ISA 9.0 §9.7.16.9.2"
 _OPS = ("fill", "use", "lastuse", "discard")
@@ -331,7 +331,7 @@ class Mma(Instr):
         if self.form == "TS":
             if d.a_major != "K":
                 fail("A from TMEM must be K-major: the instruction descriptor's transpose-A bit is set",
-                     rule="TS form needs a K-major A", ref="PTX ISA 9.0 §9.7.16.10.9 Table 51; CUTLASS "
+                     rule="TS form needs a K-major A", ref="PTX ISA 9.0 §9.7.16.10.2 Table 51; CUTLASS "
                      "mma_sm100_umma.hpp static assertion")
             a_lane, a_col = unpack_taddr(self.a)
             if a_lane != lane_align:
@@ -386,7 +386,7 @@ class Mma(Instr):
 def _mask(inst, attribute, value) -> None:
     if value is not None and not 0 < value < 1 << 16:
         fail(f"tcgen05.commit multicast ctaMask {value!r} must be a non-zero 16-bit mask",
-             rule="ctaMask is 16 bits (bit i = cluster CTA rank i)", ref="PTX ISA 9.0 §9.7.16.11")
+             rule="ctaMask is 16 bits (bit i = cluster CTA rank i)", ref="PTX ISA 9.0 §9.7.16.12.1 (tcgen05.commit)")
 
 
 @register
@@ -395,7 +395,7 @@ class Commit(Instr):
     """``tcgen05.commit.cta_group::1.mbarrier::arrive::one.shared::cluster[.multicast::cluster].b64 [bar][, ctaMask];``
 
     Makes mbarrier ``bar`` track the completion of all prior async tcgen05 operations (mma,
-    cp) of the issuing thread; one arrive-on when they complete (PTX ISA 9.0 §9.7.16.11-12).
+    cp) of the issuing thread; one arrive-on when they complete (PTX ISA 9.0 §9.7.16.12.1).
     """
 
     op: ClassVar[str] = "tcgen05.commit"
@@ -581,7 +581,7 @@ class WaitSt(Instr):
 @register
 @frozen
 class FenceBeforeThreadSync(Instr):
-    """``tcgen05.fence::before_thread_sync;`` (PTX ISA 9.0 §9.7.16.6)."""
+    """``tcgen05.fence::before_thread_sync;`` (PTX ISA 9.0 §9.7.16.11.1; ordering rules §9.7.16.6)."""
 
     op: ClassVar[str] = "tcgen05.fence::before_thread_sync"
     opcode: ClassVar[str] = "tcgen05.fence"
@@ -593,7 +593,7 @@ class FenceBeforeThreadSync(Instr):
 @register
 @frozen
 class FenceAfterThreadSync(Instr):
-    """``tcgen05.fence::after_thread_sync;`` (PTX ISA 9.0 §9.7.16.6)."""
+    """``tcgen05.fence::after_thread_sync;`` (PTX ISA 9.0 §9.7.16.11.1; ordering rules §9.7.16.6)."""
 
     op: ClassVar[str] = "tcgen05.fence::after_thread_sync"
     opcode: ClassVar[str] = "tcgen05.fence"

@@ -37,7 +37,8 @@ def _align128(inst, attribute, value) -> None:
     if value % 128:
         fail(f"{inst.op}: shared-memory address {value} is not 128-byte aligned",
              rule="tensor-copy shared-memory boxes are 128-byte aligned",
-             ref="CUDA C++ Programming Guide, TMA (shared-memory address alignment 128 B)")
+             ref="CUDA C++ Programming Guide, TMA alignment requirements (shared-memory address 128 B); "
+                 "PTX ISA 9.0 itself states only 16 B (§5.5.3.1 Bounding Box)")
 
 
 def _coords_str(tensor: str, coords: tuple[int, ...]) -> tuple[str, str]:

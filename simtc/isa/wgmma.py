@@ -157,7 +157,7 @@ class WgmmaWaitGroup(Instr):
     def __attrs_post_init__(self) -> None:
         if self.n < 0:
             fail(f"wait_group N = {self.n} must be >= 0", rule="wgmma.wait_group N is a non-negative constant",
-                 ref="PTX ISA 9.0 §9.7.15.7")
+                 ref="PTX ISA 9.0 §9.7.15.7.3 (wgmma.wait_group)")
 
     def ptx(self) -> str:
         return f"wgmma.wait_group.sync.aligned {self.n};"
