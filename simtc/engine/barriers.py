@@ -6,7 +6,8 @@ phase. ``mbarrier.init`` sets expected = pending = count, tx = 0, phase 0. ``arr
 the pending count; ``expect-tx`` raises the tx-count; ``complete-tx`` (done by TMA) lowers it.
 The current phase completes when the pending count is zero **and** the tx-count is zero; then
 the phase number advances and the pending count is reset to the expected count
-(§9.7.13.15.1-.4). The tx-count may go negative transiently within a phase (a TMA may complete
+(§9.7.13.15.2 contents and ranges, §9.7.13.15.6 phase completion). The tx-count may go
+negative transiently within a phase (a TMA may complete
 before its ``expect_tx`` arrives: the PTX range is ``-(2^20-1) .. 2^20-1``).
 
 ``mbarrier.try_wait.parity P`` succeeds when the phase of parity ``P`` has completed, i.e. when

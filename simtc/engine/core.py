@@ -7,7 +7,7 @@ modelled as in-order servers with a "next free" cycle (occupancy) and a completi
 * **tensor pipe** -- ``tcgen05.mma`` / ``tcgen05.cp`` / ``wgmma.mma_async`` in issue order;
   occupancy per MMA = the timing model's initiation interval, completion after its latency.
   ``tcgen05.commit`` arrives on its mbarrier once every earlier async tcgen05 operation of the
-  committing thread has completed, plus the commit cost (PTX ISA 9.0 §9.7.16.11).
+  committing thread has completed, plus the commit cost (PTX ISA 9.0 §9.7.16.12.1).
 * **TMA engine** -- latency + bytes / bandwidth; ``complete_tx`` on the mbarrier.
 * **TMEM path** -- ``tcgen05.ld`` / ``st`` asynchronous; ``tcgen05.wait::ld`` / ``::st`` block
   until the warp's earlier ones complete.

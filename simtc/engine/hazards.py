@@ -12,7 +12,7 @@ or overwrite is flagged when the issuing warp cannot know the operation it depen
 completed, however the timing happened to fall.
 
 >>> RULES["tmem-read-before-commit"].ref
-'PTX ISA 9.0 §9.7.16.6.4, §9.7.16.11'
+'PTX ISA 9.0 §9.7.16.6.4, §9.7.16.12.1'
 >>> sorted(RULES) == sorted(set(RULES))
 True
 """
@@ -37,7 +37,7 @@ _RULES = (
     Rule("tmem-read-before-commit",
          "Tensor Memory read (tcgen05.ld, or an MMA/cp operand) before the completion of the asynchronous "
          "operation that writes it was observed (tcgen05.commit -> mbarrier wait)",
-         "PTX ISA 9.0 §9.7.16.6.4, §9.7.16.11"),
+         "PTX ISA 9.0 §9.7.16.6.4, §9.7.16.12.1"),
     Rule("tmem-overwrite-in-flight",
          "Tensor Memory written while an earlier asynchronous operation that reads or writes it may still be "
          "in flight (tcgen05.ld not waited, MMA not committed and observed)",

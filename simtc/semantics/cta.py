@@ -13,7 +13,8 @@ record it forwards those accesses to its observers (:meth:`Cta.observe`) as
 
 Writes record the executing record itself as each byte's / cell's last writer.
 
-mbarrier state follows PTX ISA 9.0 §9.7.13.15.1-.2: a phase completes when its pending arrival
+mbarrier state follows PTX ISA 9.0 §9.7.13.15.2 (contents) and §9.7.13.15.6 (phase completion):
+a phase completes when its pending arrival
 count and its transaction count both reach zero; the count then resets for the next phase.
 """
 
