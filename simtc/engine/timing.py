@@ -199,21 +199,25 @@ _SM100 = _table(
     ("mufu_ii", 8, "cycles per warp-instruction", "assumed", f"MUFU.EX2 ({_FGS_B200})"),
 )
 
-# sm90: FlashGPU-Sim's H100 calibration until the H200 measurements land. Re-calibration = change the
-# values below, set label="measured" and source="tests/data/h200_wgmma_timing.json (device, date)".
+# sm90: calibrated on our H200 measurements (simtc crosscheck's wgmma timing microbenchmark; the rows, device,
+# driver, date and command are in tests/data/h200_wgmma_timing.json and tests/data/README_h200.md). Measured:
+# II = max(N/2, (A + B bytes)/128, 13) for SS and max(N/2, 13) for RS at N = 8..256 (the port term is exactly
+# SS's 16 + N/4 below N = 64); latency = N/2 + 58 (SS) and N/2 + 48 (RS) at every N. How the fixed latency splits
+# into issue and tail is not observable; the issue interval is the measured II floor.
+_H200 = "tests/data/h200_wgmma_timing.json (NVIDIA H200, driver 580.159.04, 2026-11-30)"
 _SM90 = _table(
-    ("smem_port_bytes_per_cycle", 128, "B/cycle", "assumed",
-     "not measured on Hopper; the same 32 banks x 4 B as sm100 (timing.md §6 for B200)"),
+    ("smem_port_bytes_per_cycle", 128, "B/cycle", "derived",
+     f"SS wgmma II = (A + B bytes) / 128 for N < 64 (16 + N/4 cycles at bf16 m64nNk16), {_H200}"),
     ("wgmma_flop_per_cycle", 4096, "FLOP/cycle", "derived",
-     "dense bf16 peak per SM: 989 TFLOP/s / (132 SMs x 1.83 GHz) (NVIDIA H100 SXM datasheet); FlashGPU-Sim "
-     "SM90_H100 config 4,096 (timing.md §5)"),
-    ("wgmma_issue", 17, "cycles", "assumed",
-     f"wgmma issue latency and interval, from an H100 SXM async microbenchmark ({_FGS_H100}); "
-     "to be re-calibrated on tests/data/h200_wgmma_timing.json"),
-    ("wgmma_tail_ss", 66, "cycles", "assumed",
-     f"wgmma completion tail, A from shared memory ({_FGS_H100}); to be re-calibrated on H200 measurements"),
-    ("wgmma_tail_rs", 64, "cycles", "assumed",
-     f"wgmma completion tail, A from registers (64-65, {_FGS_H100}); to be re-calibrated on H200 measurements"),
+     "dense bf16 peak per SM: 989 TFLOP/s / (132 SMs x 1.83 GHz) (NVIDIA H100 SXM datasheet); II = N/2 for "
+     f"N >= 64 on the H200 ({_H200})"),
+    ("wgmma_issue", 13, "cycles", "measured",
+     f"wgmma issue interval: the II floor of RS chains at N = 8..24 ({_H200}); also taken as the issue part of the "
+     "latency (the split of the fixed latency is not observable)"),
+    ("wgmma_tail_ss", 45, "cycles", "derived",
+     f"fixed latency N/2 + 58 of one SS wgmma + commit_group + wait_group(0), minus the issue 13 ({_H200})"),
+    ("wgmma_tail_rs", 35, "cycles", "derived",
+     f"fixed latency N/2 + 48 of one RS wgmma + commit_group + wait_group(0), minus the issue 13 ({_H200})"),
     ("wgmma_max_outstanding", 8, "wgmma", "assumed", f"per accumulator chain before issue stalls ({_FGS_H100})"),
     ("smem_ld_latency", 29, "cycles", "assumed", f"shared-memory latency ({_FGS_H100})"),
     ("l1_hit_latency", 32, "cycles", "measured",
@@ -248,7 +252,7 @@ def parameter(arch: str, name: str) -> Parameter:
     """One parameter of ``arch``, with a :class:`SimtcError` naming the table when it is missing.
 
     >>> parameter("sm90", "wgmma_issue").value
-    17
+    13
     """
     table = PARAMETERS.get(arch)
     if table is None:
@@ -520,7 +524,7 @@ def mma_latency_breakdown(spec: MmaSpec, used: list | None = None) -> dict[str, 
     """The components of one MMA + commit + mbarrier wait, in the order they happen (sum = latency).
 
     sm100: ``issue, a_fetch, stream, drain, [pair], commit_arrive, mbarrier_observe``;
-    sm90: ``issue, stream, tail`` (FlashGPU-Sim's composition; ``tail`` holds commit_group/wait_group).
+    sm90: ``issue, stream, tail`` (``tail`` holds commit_group/wait_group; calibrated on the H200).
 
     >>> mma_latency_breakdown(mma_spec("sm100", 128, 128))
     {'issue': 1, 'a_fetch': 32, 'stream': 64, 'drain': 42, 'commit_arrive': 29, 'mbarrier_observe': 32}
@@ -595,8 +599,8 @@ def predict_mma(arch: str, m: int, n: int, k: int | None = None, operands: str =
     >>> t = predict_mma("sm100", 64, 256, operands="TS")
     >>> t.latency_cycles, t.ii_cycles, t.bottleneck        # B200: 232 and 128.03
     (232, 128, 'compute')
-    >>> predict_mma("sm90", 64, 256).latency_cycles        # 17 + 128 + 66 (FlashGPU-Sim's composition)
-    211
+    >>> predict_mma("sm90", 64, 256).latency_cycles        # H200: 186 = 128 + 58
+    186
     >>> predict_mma("sm100", 64, 64, operands="RS")
     Traceback (most recent call last):
     ...

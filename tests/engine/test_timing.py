@@ -204,15 +204,18 @@ def test_as_dict_for_json():
 
 # ---- sm90 -------------------------------------------------------------------------------------------
 def test_sm90_compute_is_n_over_2_for_large_n():
+    p = PARAMETERS["sm90"]
+    issue = p["wgmma_issue"].value
     for ab in ("SS", "RS"):
+        tail = p["wgmma_tail_ss" if ab == "SS" else "wgmma_tail_rs"].value
         for n in range(64, 257, 8):
             t = predict_mma("sm90", 64, n, 16, operands=ab)
             assert t.ii_cycles == n // 2, t.ii_bounds
-            tail = 66 if ab == "SS" else 64
-            assert t.latency_cycles == 17 + n // 2 + tail
-    # small N: RS is issue-bound (17); SS reads A 2 KiB + B 256 B through the port (18 cycles)
-    assert predict_mma("sm90", 64, 8, operands="RS").ii_cycles == 17
+            assert t.latency_cycles == issue + n // 2 + tail
+    # small N: RS is issue-bound; SS reads A 2 KiB + B 256 B through the 128 B/cycle port (18 cycles)
+    assert predict_mma("sm90", 64, 8, operands="RS").ii_cycles == issue
     assert predict_mma("sm90", 64, 8, operands="SS").ii_cycles == 18
+    assert predict_mma("sm90", 64, 32, operands="SS").ii_cycles == 16 + 32 // 4  # the port, not N/2
     lat = [predict_mma("sm90", 64, n).latency_cycles for n in range(8, 257, 8)]
     assert lat == sorted(lat)
 
