@@ -111,3 +111,21 @@ def test_architecture_import_table_is_generated(site):
     html = _text(site / "architecture.html")
     for pkg in ("smem", "tmem", "numerics", "mma", "render", "cli"):
         assert f"<code>{pkg}</code>" in html
+
+
+def test_concept_page_with_outputs_embeds_views_and_text():
+    """SIMTC_DOCS_EXECUTE=1 pages: each code cell is followed by its outputs (rich HTML raw, text fenced)."""
+    nbformat = pytest.importorskip("nbformat")
+    spec = importlib.util.spec_from_file_location("_simtc_docs_notebooks_t", ROOT / "docs" / "scripts" / "notebooks.py")
+    notebooks = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(notebooks)
+    src = notebooks.sources()[0]
+    nb = nbformat.reads(notebooks.notebook_json(notebooks.cells_of(src)), as_version=4)
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    code[0].outputs = [nbformat.v4.new_output("stream", name="stdout", text="hello 0x4000404000010000\n")]
+    code[1].outputs = [nbformat.v4.new_output("display_data", data={"text/html": "<pre>TILE</pre>",
+                                                                     "text/plain": "TileView"})]
+    page = notebooks.to_markdown(src, executed=nb)
+    assert "```text\nhello 0x4000404000010000\n```" in page
+    assert '<div class="nb-output" markdown="0">\n<pre>TILE</pre>\n</div>' in page and "TileView" not in page
+    assert page.index(code[0].source) < page.index("hello") < page.index(code[1].source) < page.index("TILE")

@@ -4,7 +4,8 @@ At build time (``mkdocs build``; configured in ``mkdocs.yml``) this adds, withou
 ``docs/``:
 
 * ``concepts/<notebook>.md`` -- one page per tutorial notebook, from its source in
-  ``notebooks/src/`` (``docs/scripts/notebooks.py``);
+  ``notebooks/src/`` (``docs/scripts/notebooks.py``); with ``SIMTC_DOCS_EXECUTE=1`` the notebooks
+  are run and every cell's output is included (slower; off by default);
 * ``cli.md`` -- the command reference, from ``simtc.cli.build_parser()`` (``cli_reference.py``);
 * ``api/<package>.md`` -- the API reference, one page per subpackage of ``simtc``, from the
   docstrings and signatures (``api_reference.py``);
@@ -52,8 +53,12 @@ def api_packages() -> list[str]:
 
 def generated_pages() -> dict[str, str]:
     """``{path inside the site: Markdown}`` for every generated page."""
+    import os
+
     nb = _load("notebooks")
-    pages = {f"concepts/{src.stem}.md": nb.to_markdown(src) for src in nb.sources()}
+    run = os.environ.get("SIMTC_DOCS_EXECUTE") == "1"  # include every cell's output (runs the notebooks)
+    pages = {f"concepts/{src.stem}.md": nb.to_markdown(src, executed=nb.execute(src) if run else None)
+             for src in nb.sources()}
     pages["cli.md"] = _load("cli_reference").markdown()
     pages["gallery.md"] = _load("gallery").markdown("gallery")
     api = _load("api_reference")

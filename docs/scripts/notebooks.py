@@ -86,21 +86,50 @@ def target(src: Path) -> Path:
     return OUT / (src.stem + ".ipynb")
 
 
-def to_markdown(path: Path, notebook_url: str | None = None) -> str:
+def execute(path: Path, timeout: int = 120):
+    """Run the notebook generated from ``path`` in a fresh kernel (nbclient); returns the executed notebook."""
+    import nbformat
+    from nbclient import NotebookClient
+
+    nb = nbformat.reads(notebook_json(cells_of(path)), as_version=4)
+    NotebookClient(nb, kernel_name="python3", timeout=timeout,
+                   resources={"metadata": {"path": str(ROOT)}}).execute()
+    return nb
+
+
+def _output_markdown(output) -> str:
+    """One cell output as Markdown: HTML (rich views) raw, text in a ``text`` block."""
+    data = output.get("data", {})
+    if "text/html" in data:
+        return f'<div class="nb-output" markdown="0">\n{data["text/html"].strip()}\n</div>'
+    text = output.get("text") or data.get("text/plain") or ""
+    if output.get("output_type") == "error":
+        text = "\n".join(output.get("traceback", []))
+    return f"```text\n{text.rstrip()}\n```" if text.strip() else ""
+
+
+def to_markdown(path: Path, notebook_url: str | None = None, *, executed=None) -> str:
     """A Markdown page with the notebook's cells: Markdown as is, code in fenced ``python`` blocks.
 
-    The code is shown, not executed (the test suite executes the notebooks; the site's pictures
-    come from the gallery script). ``notebook_url``, when given, is linked under the title.
+    With ``executed`` (the notebook run by :func:`execute`) each code cell is followed by its
+    outputs; without, the code is shown only (the test suite executes the notebooks; the site's
+    pictures come from the gallery). ``notebook_url``, when given, is linked under the title.
     """
-    parts = []
+    outputs = [c.outputs for c in executed.cells if c.cell_type == "code"] if executed is not None else None
+    parts, code_index = [], 0
     for i, (kind, body) in enumerate(cells_of(path)):
         if kind == "markdown":
             parts.append(body)
-            if i == 0 and notebook_url:
-                parts.append(f"*This page is the notebook [`{target(path).name}`]({notebook_url}); "
-                             "run it in Jupyter to see every picture and step through the cells.*")
+            if i == 0:
+                name = target(path).name
+                where = f"[`{name}`]({notebook_url})" if notebook_url else f"`notebooks/{name}`"
+                parts.append(f"*This page is the notebook {where}; run it in Jupyter to step through the cells"
+                             + (" and see every picture.*" if outputs is None else ".*"))
         else:
             parts.append(f"```python\n{body}\n```")
+            if outputs is not None:
+                parts.extend(md for md in (_output_markdown(o) for o in outputs[code_index]) if md)
+            code_index += 1
     return "\n\n".join(parts) + "\n"
 
 
