@@ -124,8 +124,8 @@ def test_concept_page_with_outputs_embeds_views_and_text():
     code = [c for c in nb.cells if c.cell_type == "code"]
     code[0].outputs = [nbformat.v4.new_output("stream", name="stdout", text="hello 0x4000404000010000\n")]
     code[1].outputs = [nbformat.v4.new_output("display_data", data={"text/html": "<pre>TILE</pre>",
-                                                                     "text/plain": "TileView"})]
+                                                                     "text/plain": "PLAIN-REPR"})]
     page = notebooks.to_markdown(src, executed=nb)
     assert "```text\nhello 0x4000404000010000\n```" in page
-    assert '<div class="nb-output" markdown="0">\n<pre>TILE</pre>\n</div>' in page and "TileView" not in page
+    assert '<div class="nb-output" markdown="0">\n<pre>TILE</pre>\n</div>' in page and "PLAIN-REPR" not in page
     assert page.index(code[0].source) < page.index("hello") < page.index(code[1].source) < page.index("TILE")
