@@ -58,6 +58,12 @@ class CpAsyncBulkTensor(Instr):
     coordinate and four row coordinates, PTX ISA 9.0 §9.7.9.25.5.2 ``.tile::gather4``).
     ``coords=()`` means "not recorded" (the PTX line then shows ``Nd`` / ``{...}``); ``rows`` is
     the number of box rows, 0 when not recorded (gather4: 4).
+
+    Run-time coordinates: ``coord_reg`` names the register array holding a gather4's four int32
+    row coordinates (the issuing thread's 16 bytes, e.g. loaded from shared memory with
+    ``ld.shared.v4``); ``coords`` is then ``()`` or the column coordinate alone. ``swizzle``
+    (``""`` = none, ``"SW32"``, ``"SW64"``, ``"SW128"``) is the tensor map's shared-memory swizzle,
+    which TMA applies to the absolute destination address (PTX ISA 9.0 §5.5.6 tensor-map swizzle).
     """
 
     op: ClassVar[str] = "cp.async.bulk.tensor"
@@ -71,13 +77,21 @@ class CpAsyncBulkTensor(Instr):
     tensor: str = field(default="", validator=is_str)
     coords: tuple[int, ...] = field(default=(), converter=as_int_tuple, metadata={"codec": "tuple"})
     rows: int = field(default=0, converter=as_int, validator=nonneg)
+    coord_reg: str = field(default="", validator=is_str)
+    swizzle: str = field(default="", validator=is_str)
 
     def __attrs_post_init__(self) -> None:
+        if self.swizzle not in ("", "SW32", "SW64", "SW128"):
+            fail(f"tensor-map swizzle {self.swizzle!r}: '', 'SW32', 'SW64' or 'SW128'",
+                 rule="tensor-map shared-memory swizzle modes", ref=_REF_T)
+        if self.coord_reg and (self.mode != "gather4" or len(self.coords) > 1):
+            fail("coord_reg (run-time row coordinates) belongs to a gather4 whose coords are () or (column,)",
+                 rule=".tile::gather4 row coordinates in registers", ref=_REF_T)
         if self.mode not in ("tile", "gather4"):
             fail(f"load mode {self.mode!r}: modelled modes are 'tile' and 'gather4'",
                  rule="cp.async.bulk.tensor load modes", ref=_REF_T)
         if self.mode == "gather4":
-            if self.coords and len(self.coords) != 5:
+            if self.coords and len(self.coords) != 5 and not self.coord_reg:
                 fail(f".tile::gather4 takes 5 coordinates (column, 4 rows), got {len(self.coords)}",
                      rule=".tile::gather4 is .2d with 4 row coordinates", ref=_REF_T)
             if self.rows not in (0, 4):
@@ -89,6 +103,9 @@ class CpAsyncBulkTensor(Instr):
 
     def ptx(self) -> str:
         dim, src = _coords_str(self.tensor, self.coords)
+        if self.coord_reg:
+            col = self.coords[0] if self.coords else 0
+            src = f"[{self.tensor or 'tensorMap'}, {{{col}, {self.coord_reg}}}]"
         if self.mode == "gather4":
             dim = "2d"
         mode = "tile::gather4" if self.mode == "gather4" else "tile"
@@ -97,7 +114,7 @@ class CpAsyncBulkTensor(Instr):
 
     def footprint(self, warp: int = 0) -> Footprint:
         return Footprint(smem_writes=(SmemRange(self.dst, self.dst + self.nbytes),), barriers=(self.bar,),
-                         proxy="async")
+                         regs_read=(self.coord_reg,) if self.coord_reg else (), proxy="async")
 
 
 @register

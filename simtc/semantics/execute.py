@@ -239,15 +239,64 @@ def _tma_load(r: CpAsyncBulkTensor, cta: Cta, warp: int, threads: int) -> None:
     simtc moves TMA data as bytes: the global tensor holds the box's bytes in the order they land
     in shared memory (its swizzle already applied) [simplification: the tensor map is not modelled].
     """
+    if r.mode == "gather4":
+        _gather4(r, cta, warp)
+        return
     if r.mode != "tile":
-        raise SemanticsError(f"{r.ptx()}: only tile-mode tensor loads have data semantics in simtc",
-                             rule="modelled TMA load modes (tile)")
+        raise SemanticsError(f"{r.ptx()}: only tile and gather4 tensor loads have data semantics in simtc",
+                             rule="modelled TMA load modes (tile, gather4)")
     src = _gmem(cta, r.tensor)
     start = r.coords[0] if r.coords else 0
     if start < 0 or start + r.nbytes > src.size:
         raise SemanticsError(f"{r.ptx()}: bytes {start}..{start + r.nbytes} of {r.tensor!r} ({src.size} B)",
                              rule="a tile load stays inside its global tensor")
     cta.smem.write(r.dst, src[start:start + r.nbytes], writer=r)
+    cta.mbarrier(r.bar).complete_tx(r.nbytes)
+
+
+def _gather4(r: CpAsyncBulkTensor, cta: Cta, warp: int) -> None:
+    """``.tile::gather4``: four rows of a 2-D global tensor, ``nbytes / 4`` bytes each, land one after another.
+
+    The global tensor is a 2-D array (rows x elements); the column coordinate counts its elements.
+    Row coordinates come from ``coords[1:5]`` or, at run time, from the issuing thread's register
+    ``coord_reg`` (four int32). A row coordinate outside the tensor (FlashMLA writes -1 for invalid
+    tokens) is filled with zeros, as TMA fills out-of-bound boxes (PTX ISA 9.0 §5.5.5 out-of-bound
+    access; FlashMLA ``kernel.cuh`` relies on it). ``swizzle`` permutes the destination's 16-byte
+    chunks by their absolute address (:func:`simtc.smem.swizzle.swizzle`).
+    """
+    try:
+        src = cta.gmem[r.tensor]
+    except KeyError:
+        raise SemanticsError(f"no global tensor named {r.tensor!r} (have {sorted(cta.gmem)})",
+                             rule="TMA sources are named global tensors") from None
+    if src.ndim != 2:
+        raise SemanticsError(f"{r.ptx()}: gather4 reads a 2-D global tensor, {r.tensor!r} has shape {src.shape}",
+                             rule=".tile::gather4 is .2d", ref="PTX ISA 9.0 §9.7.9.25.5.2")
+    if r.coord_reg:
+        rows = np.ascontiguousarray(cta.reg(warp, r.coord_reg)).reshape(-1).view(np.int32)[:4]
+        col = r.coords[0] if r.coords else 0
+    elif len(r.coords) == 5:
+        col, rows = r.coords[0], np.asarray(r.coords[1:], dtype=np.int64)
+    else:
+        raise SemanticsError(f"{r.ptx()}: a gather4 needs its row coordinates (coords or coord_reg)",
+                             rule=".tile::gather4 has 4 row coordinates", ref="PTX ISA 9.0 §9.7.9.25.5.2")
+    row_bytes = r.nbytes // 4
+    raw = np.ascontiguousarray(src).view(np.uint8).reshape(src.shape[0], -1)
+    c0 = int(col) * src.dtype.itemsize
+    if c0 < 0 or c0 + row_bytes > raw.shape[1]:
+        raise SemanticsError(f"{r.ptx()}: bytes {c0}..{c0 + row_bytes} of a {raw.shape[1]}-byte row of {r.tensor!r}",
+                             rule="a gather4 box stays inside its tensor's rows")
+    rows = np.asarray(rows, dtype=np.int64)
+    ok = (rows >= 0) & (rows < raw.shape[0])
+    data = np.zeros((4, row_bytes), np.uint8)
+    data[ok] = raw[rows[ok], c0:c0 + row_bytes]
+    if r.swizzle:
+        from simtc.smem.swizzle import swizzle
+
+        chunks = swizzle(r.dst + 16 * np.arange(r.nbytes // 16, dtype=np.int64), r.swizzle)
+        cta.smem.scatter(chunks, data.reshape(-1, 16), writer=r)
+    else:
+        cta.smem.write(r.dst, data, writer=r)
     cta.mbarrier(r.bar).complete_tx(r.nbytes)
 
 
