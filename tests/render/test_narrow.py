@@ -97,3 +97,21 @@ def test_too_narrow_says_the_width_needed():
     text = to_text(BankMapView(bank_conflicts(np.arange(32) * 4)), width=12)
     assert "bank map: needs a console at least 16 characters wide (this one has 12)" in " ".join(text.split())
     assert "…" not in text and not re.search(r"^phase +0 ", text, re.M)   # no cut table
+
+
+def test_crosscheck_table_keeps_every_figure_at_80_columns():
+    from pathlib import Path
+
+    from simtc.hw.crosscheck import replay
+    from simtc.render.hw import CrosscheckTable
+
+    run = replay(Path(__file__).parents[1] / "data" / "h200_crosscheck_seed0.npz")
+    view = CrosscheckTable(run.results, "recorded")
+    assert view.grid_width() > W  # the grid does not fit: the stacked form must carry every figure
+    text = "\n".join(lines_of(view))
+    for r in run.results:
+        assert r.check.split()[0] in text
+        if r.elements:
+            assert f"{r.elements_exact}/{r.elements}" in text.replace("\n", "")
+        if r.cycles is not None:
+            assert f"{r.cycles:.0f}" in text
