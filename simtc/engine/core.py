@@ -72,6 +72,11 @@ TC, LD, ST, GEN, TMA, BULK = "tc", "ld", "st", "gen", "tma", "bulk"
 UNITS = ("tensor_pipe", "tma", "tmem_path", "smem_port", "issue")
 
 
+def _per_warp(kind: int, rec) -> bool:
+    """Whether a record's footprint depends on the executing warp (TMEM quadrant; ld/st.shared warp_offsets)."""
+    return kind in (K_LD, K_ST) or bool(getattr(rec, "warp_offsets", ()))
+
+
 class EngineError(SimtcError, RuntimeError):
     """A Program the engine cannot run (unknown record, unknown barrier, bad mode)."""
 
@@ -312,7 +317,7 @@ class Engine:
                     ops = [self._compile_op(rec, i, w, cache, rects, ranges) for i, rec in enumerate(role.records)]
                     first = ops
                 else:  # only TMEM ld/st depend on the warp (its lane quadrant): share the other compiled ops
-                    ops = [self._compile_op(op.rec, op.index, w, cache, rects, ranges) if op.kind in (K_LD, K_ST)
+                    ops = [self._compile_op(op.rec, op.index, w, cache, rects, ranges) if _per_warp(op.kind, op.rec)
                            else op for op in first]
                 self.agents.append(_Agent(len(self.agents), role.name, w, per_warp, ops))
         self._alloc_seen = any(op.kind == K_ALLOC for a in self.agents for op in a.ops)
@@ -327,7 +332,7 @@ class Engine:
                               rule="records the engine models")
         op = _Op(kind, rec, index)
         op.name = rec.opcode if isinstance(getattr(rec, "opcode", None), str) else cls
-        key = (rec, warp % 4 if kind in (K_LD, K_ST) else 0)  # equal records share their footprint
+        key = (rec, warp % 4 if _per_warp(kind, rec) else 0)  # equal records share their footprint
         hit = cache.get(key)
         quad = None
         if hit is None:

@@ -5,6 +5,9 @@ Thread ``i`` (of the ``threads`` executing threads, in order) accesses
 ``[addr + offset_i, addr + offset_i + width)`` with ``offset_i = i * stride`` (``stride``
 defaults to ``width``), or ``offsets[i]`` when explicit per-thread offsets are given (e.g.
 FlashMLA's pre-swizzled dequant stores). Addresses must be aligned to the access size (§6.4.1).
+``warp_offsets`` (one byte offset per warp of a warpgroup, indexed by ``warp % 4``) is added for the
+executing warp: the address a warpgroup role computes from its warp index (FlashMLA's P exchange
+writes slot ``w ^ 2``); ``footprint(warp)`` applies it.
 
 >>> StShared(212992, 16, "p_peer").footprint().smem_writes
 (SmemRange(start=212992, stop=213504),)
@@ -54,12 +57,19 @@ class _Shared(Instr):
         if self.offsets and len(self.offsets) != self.threads:
             fail(f"{self.op}: {len(self.offsets)} offsets for {self.threads} threads",
                  rule="one explicit offset per thread")
+        if self.warp_offsets and (len(self.warp_offsets) != 4 or any(o % self.width for o in self.warp_offsets)):
+            fail(f"{self.op}: warp_offsets {self.warp_offsets}: four offsets (one per warp of a warpgroup), "
+                 f"multiples of {self.width} B", rule="per-warp offsets of a warpgroup access", ref=_REF)
         if self.offsets and self.stride is not None:
             fail(f"{self.op}: give stride or offsets, not both", rule="one per-thread address rule")
         offs = np.asarray(self.thread_offsets(), dtype=np.int64)
         if ((self.addr + offs) % self.width).any() or (self.addr + offs < 0).any():
             fail(f"{self.op}: a thread address is negative or not {self.width}-byte aligned",
                  rule="ld/st.shared addresses are aligned to the access size", ref=_REF)
+
+    def warp_offset(self, warp: int) -> int:
+        """The byte offset ``warp_offsets`` adds for ``warp`` (0 when not given)."""
+        return self.warp_offsets[warp % 4] if self.warp_offsets else 0
 
     def thread_offsets(self) -> tuple[int, ...]:
         """Each thread's byte offset from ``addr``."""
@@ -68,8 +78,8 @@ class _Shared(Instr):
         step = self.width if self.stride is None else self.stride
         return tuple(range(0, step * self.threads, step)) if step else (0,) * self.threads
 
-    def ranges(self) -> tuple[SmemRange, ...]:
-        return _ranges(self.addr, self.width, self.thread_offsets())
+    def ranges(self, warp: int = 0) -> tuple[SmemRange, ...]:
+        return _ranges(self.addr + self.warp_offset(warp), self.width, self.thread_offsets())
 
 
 @register
@@ -85,6 +95,7 @@ class LdShared(_Shared):
     threads: int = field(default=32, converter=as_int, validator=_threads)
     stride: int | None = field(default=None, converter=as_opt_int)
     offsets: tuple[int, ...] = field(default=(), converter=as_int_tuple, metadata={"codec": "tuple"})
+    warp_offsets: tuple[int, ...] = field(default=(), converter=as_int_tuple, metadata={"codec": "tuple"})
 
     def __attrs_post_init__(self) -> None:
         self._check()
@@ -93,7 +104,7 @@ class LdShared(_Shared):
         return f"ld.shared{WIDTHS[self.width]} {self.dst}, [{self.addr:#x}];"
 
     def footprint(self, warp: int = 0) -> Footprint:
-        return Footprint(smem_reads=self.ranges(), regs_written=(self.dst,))
+        return Footprint(smem_reads=self.ranges(warp), regs_written=(self.dst,))
 
 
 @register
@@ -109,6 +120,7 @@ class StShared(_Shared):
     threads: int = field(default=32, converter=as_int, validator=_threads)
     stride: int | None = field(default=None, converter=as_opt_int)
     offsets: tuple[int, ...] = field(default=(), converter=as_int_tuple, metadata={"codec": "tuple"})
+    warp_offsets: tuple[int, ...] = field(default=(), converter=as_int_tuple, metadata={"codec": "tuple"})
 
     def __attrs_post_init__(self) -> None:
         self._check()
@@ -117,4 +129,4 @@ class StShared(_Shared):
         return f"st.shared{WIDTHS[self.width]} [{self.addr:#x}], {self.src};"
 
     def footprint(self, warp: int = 0) -> Footprint:
-        return Footprint(smem_writes=self.ranges(), regs_read=(self.src,))
+        return Footprint(smem_writes=self.ranges(warp), regs_read=(self.src,))

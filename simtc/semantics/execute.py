@@ -325,17 +325,17 @@ def _bulk_store(r: CpAsyncBulk, cta: Cta, warp: int, threads: int) -> None:
 _WORD = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint32, 16: np.uint32}
 
 
-def _thread_addresses(r: LdShared | StShared, threads: int) -> np.ndarray:
+def _thread_addresses(r: LdShared | StShared, threads: int, warp: int) -> np.ndarray:
     offs = np.asarray(r.thread_offsets(), dtype=np.int64)
     if threads > offs.size:
         raise SemanticsError(f"{r.ptx()}: {threads} threads execute it but the record describes {offs.size}",
                              rule="a shared access describes every executing thread")
-    return r.addr + offs[:threads]
+    return r.addr + r.warp_offset(warp) + offs[:threads]
 
 
 @_apply.register
 def _ld_shared(r: LdShared, cta: Cta, warp: int, threads: int) -> None:
-    raw = cta.smem.gather(_thread_addresses(r, threads), r.width)  # (threads, width) bytes
+    raw = cta.smem.gather(_thread_addresses(r, threads, warp), r.width)  # (threads, width) bytes
     cta.warp_regs(warp)[r.dst] = np.ascontiguousarray(raw).view(_WORD[r.width])
 
 
@@ -347,7 +347,7 @@ def _st_shared(r: StShared, cta: Cta, warp: int, threads: int) -> None:
         raise SemanticsError(f"{r.ptx()}: register {r.src!r} holds {raw.shape[1] if raw.ndim == 2 else 0} B for "
                              f"each of {raw.shape[0]} threads; the store needs {r.width} B for each of {threads}",
                              rule="st.shared stores width bytes per thread")
-    cta.smem.scatter(_thread_addresses(r, threads), raw, writer=r)
+    cta.smem.scatter(_thread_addresses(r, threads, warp), raw, writer=r)
 
 
 # ---- wgmma ----------------------------------------------------------------------------------------------
