@@ -21,7 +21,7 @@ from __future__ import annotations
 from simtc.engine import timing
 from simtc.errors import ShapeError
 
-__all__ = ["DEPTHS", "ii_program", "latency_program", "run_mma"]
+__all__ = ["DEPTHS", "ii_program", "latency_program", "qk_loop", "run_mma"]
 
 DEPTHS = (32, 64, 128, 256)
 
@@ -93,6 +93,41 @@ def ii_program(arch: str, m: int, n: int, depth: int, operands: str = "SS", ws: 
     """A prime MMA + ``depth`` back-to-back MMAs + commit + wait."""
     return _program(arch, f"bench/ii-{arch}-{operands}-{m}x{n}-d{depth}",
                     _records(arch, m, n, operands, ws, collector, depth))
+
+
+def qk_loop(blocks: int):
+    """A long loop of the FlashMLA QK pattern (the engine's speed workload, ``benchmarks/bench_engine.py``).
+
+    Per block the MMA thread waits for the softmax warps to free P, issues the 18 QK
+    ``tcgen05.mma.ws`` of ``flashmla-qk`` and commits; the four softmax warps wait for the commit,
+    load P, wait, compute and arrive.
+    """
+    from simtc.isa import (
+        Commit,
+        CudaCoreBlock,
+        FenceAfterThreadSync,
+        FenceBeforeThreadSync,
+        Ld,
+        MbarrierArrive,
+        MbarrierTryWait,
+        Program,
+        Role,
+        WaitLd,
+    )
+    from simtc.isa.program import Barrier
+    from simtc.kernels.flashmla.programs import qk_mmas
+
+    mmas = qk_mmas(1)
+    mma, sm = [], []
+    for i in range(blocks):
+        ph = i & 1
+        mma += [MbarrierTryWait("p_free", ph ^ 1), FenceAfterThreadSync(), *mmas, Commit("qk_done")]
+        sm += [MbarrierTryWait("qk_done", ph), FenceAfterThreadSync(), Ld(400, "32x32b", 64, "p"), WaitLd(),
+               CudaCoreBlock("softmax", (("FMNMX", 32), ("FFMA2", 16), ("MUFU.EX2", 32)), regs_read=("p",)),
+               FenceBeforeThreadSync(), MbarrierArrive("p_free")]
+    return Program(f"bench/qk-loop-{blocks}", (Role("mma", (4,), tuple(mma), threads=1),
+                                               Role("softmax", (0, 1, 2, 3), tuple(sm))),
+                   barriers=(Barrier("qk_done", "mbarrier", 1), Barrier("p_free", "mbarrier", 128)))
 
 
 def _span(engine) -> int:

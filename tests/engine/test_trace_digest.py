@@ -1,0 +1,54 @@
+"""Pinned traces: the engine's event list (and hazard reports) of fixed Programs, as sha256 digests.
+
+A speed change of the engine must leave every trace identical; these digests catch any change of
+event order, cycle, detail text or causal link. A deliberate change of the timing model or of the
+event vocabulary changes them too: then the new digests (printed by the failing assertion) are
+pinned after checking the traces by hand.
+"""
+
+import hashlib
+
+import pytest
+
+from simtc.engine.core import Engine
+from simtc.engine.microbench import qk_loop
+from simtc.kernels.hazards import EXPECTED, build
+from simtc.kernels.registry import build as build_registered
+
+
+def _digest(engine: Engine) -> str:
+    h = hashlib.sha256()
+    for e in engine.trace:
+        h.update(repr(tuple(e)).encode())
+    for z in engine.hazards:
+        h.update(str(z).encode())
+    h.update(repr(engine.deadlock).encode())
+    return h.hexdigest()[:16]
+
+
+PINNED = {
+    "flashmla-qk": "c2f73e1cbf56207c",
+    "qk-loop-20": "4d7ab41cd8418f73",
+    "hazard-catalogue": "0110d19904cd272b",
+}
+
+
+def _programs():
+    return {"flashmla-qk": [build_registered("flashmla-qk")], "qk-loop-20": [qk_loop(20)],
+            "hazard-catalogue": [build(n) for n in sorted(EXPECTED)]}
+
+
+@pytest.mark.parametrize("name", sorted(PINNED))
+def test_trace_digest_pinned(name):
+    h = hashlib.sha256()
+    for prog in _programs()[name]:
+        h.update(_digest(Engine(prog).run()).encode())
+    assert h.hexdigest()[:16] == PINNED[name], (name, h.hexdigest()[:16])
+
+
+@pytest.mark.parametrize("name", ["flashmla-qk", "qk-loop-20", "hazard-catalogue"])
+def test_checker_does_not_change_the_trace(name):
+    for prog in _programs()[name]:
+        on, off = Engine(prog).run(), Engine(prog, check=False).run()
+        assert on.trace == off.trace
+        assert all(z.rule == "deadlock" for z in off.hazards)
