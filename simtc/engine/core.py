@@ -73,8 +73,8 @@ UNITS = ("tensor_pipe", "tma", "tmem_path", "smem_port", "issue")
 
 
 def _per_warp(kind: int, rec) -> bool:
-    """Whether a record's footprint depends on the executing warp (TMEM quadrant; ld/st.shared warp_offsets)."""
-    return kind in (K_LD, K_ST) or bool(getattr(rec, "warp_offsets", ()))
+    """Whether a record's footprint depends on the executing warp (TMEM quadrant; warp_offsets; warp_ids)."""
+    return kind in (K_LD, K_ST) or bool(getattr(rec, "warp_offsets", ()) or getattr(rec, "warp_ids", ()))
 
 
 class EngineError(SimtcError, RuntimeError):
@@ -381,7 +381,7 @@ class Engine:
             op.occ = c.shared_access(rec)
             op.lat = c.shared_latency(rec)
         elif kind in (K_BAR_SYNC, K_BAR_ARRIVE):
-            op.arg = (rec.id, rec.threads)
+            op.arg = (rec.id_for(warp), rec.threads)
         elif kind in (K_BULK_WAIT, K_WGMMA_WAIT):
             op.arg = rec.n
         return op

@@ -13,7 +13,7 @@ from typing import ClassVar
 
 from attrs import field, frozen
 
-from simtc.isa.base import Instr, as_int, fail, register
+from simtc.isa.base import Instr, as_int, as_int_tuple, fail, register
 from simtc.isa.footprint import Footprint
 
 __all__ = ["NAMED_BARRIERS", "BarArrive", "BarSync", "FenceProxyAsync", "named_barrier_key"]
@@ -40,11 +40,22 @@ def _threads(inst, attribute, value) -> None:
              ref=f"{_REF}; at most 1024 = the CTA size limit (CUDA C++ Programming Guide, compute capabilities)")
 
 
+def _warp_ids(inst, attribute, value) -> None:
+    if value and (len(value) != 4 or any(not 0 <= v < NAMED_BARRIERS for v in value)):
+        fail(f"{inst.op} warp_ids {value}: four barrier ids 0-15 (one per warp of a warpgroup)",
+             rule="per-warp named barrier ids", ref=_REF)
+
+
 class _Named(Instr):
     __slots__ = ()
 
+    def id_for(self, warp: int) -> int:
+        """The barrier id warp ``warp`` uses: ``warp_ids[warp % 4]`` when given (a warpgroup role whose warps
+        pair up on different barriers, e.g. FlashMLA's ``wg0_warp02_sync`` / ``wg0_warp13_sync``), else ``id``."""
+        return self.warp_ids[warp % 4] if self.warp_ids else self.id
+
     def footprint(self, warp: int = 0) -> Footprint:
-        return Footprint(barriers=(named_barrier_key(self.id),))
+        return Footprint(barriers=(named_barrier_key(self.id_for(warp)),))
 
 
 @register
@@ -56,6 +67,8 @@ class BarSync(_Named):
     opcode: ClassVar[str] = "bar.sync"
     id: int = field(converter=as_int, validator=_bar_id)
     threads: int = field(converter=as_int, validator=_threads)
+    warp_ids: tuple[int, ...] = field(default=(), converter=as_int_tuple, validator=_warp_ids,
+                                      metadata={"codec": "tuple"})
 
     def ptx(self) -> str:
         return f"bar.sync {self.id}, {self.threads};"
@@ -70,6 +83,8 @@ class BarArrive(_Named):
     opcode: ClassVar[str] = "bar.arrive"
     id: int = field(converter=as_int, validator=_bar_id)
     threads: int = field(converter=as_int, validator=_threads)
+    warp_ids: tuple[int, ...] = field(default=(), converter=as_int_tuple, validator=_warp_ids,
+                                      metadata={"codec": "tuple"})
 
     def ptx(self) -> str:
         return f"bar.arrive {self.id}, {self.threads};"

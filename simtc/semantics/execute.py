@@ -188,10 +188,11 @@ def _mbar_wait(r: MbarrierTryWait, cta: Cta, warp: int, threads: int) -> None:
 
 
 # ---- named barriers -------------------------------------------------------------------------------------
-def _named(cta: Cta, r: BarSync | BarArrive) -> NamedBarrierState:
-    b = cta.named.setdefault(r.id, NamedBarrierState(r.id, r.threads))
+def _named(cta: Cta, r: BarSync | BarArrive, warp: int) -> NamedBarrierState:
+    bid = r.id_for(warp)
+    b = cta.named.setdefault(bid, NamedBarrierState(bid, r.threads))
     if b.threads != r.threads:
-        raise SemanticsError(f"named barrier {r.id}: {r.op} with {r.threads} threads while this generation expects "
+        raise SemanticsError(f"named barrier {bid}: {r.op} with {r.threads} threads while this generation expects "
                              f"{b.threads}", rule="all participants of a named barrier give the same thread count",
                              ref="PTX ISA 9.0 §9.7.13.1")
     return b
@@ -206,13 +207,13 @@ def _bar_arrive(b: NamedBarrierState, threads: int) -> None:
 
 @_apply.register
 def _bar_sync(r: BarSync, cta: Cta, warp: int, threads: int) -> None:
-    key = (warp, r.id)
-    b = _named(cta, r)
+    key = (warp, r.id_for(warp))
+    b = _named(cta, r, warp)
     if key not in cta._bar_waits:  # first attempt: arrive (a retry after WouldBlock does not arrive again)
         cta._bar_waits[key] = b.generation
         _bar_arrive(b, 32)  # bar.sync counts whole warps (PTX ISA 9.0 §9.7.13.1)
     if b.generation == cta._bar_waits[key]:
-        raise WouldBlock(f"warp {warp} waits at named barrier {r.id}: {b.arrived} of {b.threads} threads arrived",
+        raise WouldBlock(f"warp {warp} waits at named barrier {key[1]}: {b.arrived} of {b.threads} threads arrived",
                          rule="bar.sync waits until the barrier's thread count has arrived",
                          ref="PTX ISA 9.0 §9.7.13.1")
     del cta._bar_waits[key]
@@ -220,7 +221,7 @@ def _bar_sync(r: BarSync, cta: Cta, warp: int, threads: int) -> None:
 
 @_apply.register
 def _bar_arrive_rec(r: BarArrive, cta: Cta, warp: int, threads: int) -> None:
-    _bar_arrive(_named(cta, r), 32)
+    _bar_arrive(_named(cta, r, warp), 32)
 
 
 # ---- TMA ------------------------------------------------------------------------------------------------
