@@ -21,8 +21,8 @@ def _run(*args, columns=None):
 
 def test_dual_gemm_qk_example():
     text = _run("--width", "140")
-    assert "tcgen05.cp.cta_group::1.128x256b [0x100], 0x4000404000010000" in text
-    assert "tcgen05.mma.ws.cta_group::1.kind::f16 [0x190], [0x180]" in text  # RoPE k=0 into P
+    assert "tcgen05.cp.cta_group::1.128x256b [0x00000100], 0x4000404000010000;" in text
+    assert "tcgen05.mma.ws.cta_group::1.kind::f16 [0x00000190], [0x00000180]" in text  # RoPE k=0 into P
     assert "bit-exact: True" in text and text.count("bit-exact: True") == 2
     assert "inferred" in text
     # the story: four narrated steps, in order
