@@ -279,6 +279,9 @@ class Engine:
         self._wall = 0.0
         self._started = False
         self._finished = False
+        # run() to the end lets a warp advance the clock itself when no other event is due before its next
+        # record (same event order, fewer SimPy events); step() and run(until=...) take every event singly
+        self._fast = False
         self.cta = None
         self.semantics_errors: list[dict] = []
         if mode == "semantics":
@@ -605,7 +608,11 @@ class Engine:
             if free > now:
                 sp_free[sp] = free + cycles
                 busy["issue"] += cycles
-                yield env.timeout(free - now)
+                q = env._queue
+                if self._fast and (not q or q[0][0] > free):
+                    env._now = free
+                else:
+                    yield env.timeout(free - now)
                 now = env._now
             else:
                 sp_free[sp] = now + cycles
@@ -823,7 +830,11 @@ class Engine:
                 yield from wait
             else:
                 ag.busy += delay
-                yield env.timeout(delay)
+                q = env._queue
+                if self._fast and (not q or q[0][0] > now + delay):
+                    env._now = now + delay  # nothing else happens before then: advance without an event
+                else:
+                    yield env.timeout(delay)
         ag.done = True
         ag.finished_at = env._now
         ag.pc = len(ag.ops)
@@ -1015,6 +1026,7 @@ class Engine:
         step = env.step
         try:
             if until is None:
+                self._fast = True
                 while env._queue:
                     step()
             else:
@@ -1022,6 +1034,8 @@ class Engine:
                     step()
         except simpy.core.EmptySchedule:  # pragma: no cover - guarded above
             pass
+        finally:
+            self._fast = False
         self._wall += _time.perf_counter() - t0
         if not env._queue:
             self._finish()
