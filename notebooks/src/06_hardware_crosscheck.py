@@ -28,7 +28,6 @@ from simtc.hw.device import probe
 from simtc.hw.recording import read_recording
 from simtc.hw.suite import case_key, layout_cases
 from simtc.render.hw import CrosscheckTable
-from simtc.smem import SmemDescriptor
 
 RECORDING = Path(simtc.__file__).resolve().parents[1] / "tests" / "data" / "h200_crosscheck_seed0.npz"
 
@@ -44,9 +43,9 @@ RECORDING = Path(simtc.__file__).resolve().parents[1] / "tests" / "data" / "h200
 cases = layout_cases()  # the whole sweep, seeded case by case as in the recorded run
 case = next(c for c in cases if case_key(c) == "wgmma layouts | bf16 K-major SW128 N=64 wide")
 print(case_key(case), "| image:", case.image.size, "bytes |", len(cases), "layout cases in the sweep")
-for ins in case.program.instrs:
-    a = SmemDescriptor.from_u64(ins.a_desc, arch="sm90")
-    print(f"a_desc {a.hex()} (start {a.start:>5}, {a.layout_type.name})  b_desc {ins.b_desc:#018x}  "
+for ins in case.program.mmas:
+    a = ins.a
+    print(f"a_desc {a.hex()} (start {a.start:>5}, {a.layout_type.name})  b_desc {ins.b_desc.hex()}  "
           f"scale_d {int(ins.scale_d)}")
 
 # %% [markdown]
@@ -145,8 +144,8 @@ CrosscheckTable(run.results, f"recorded run, replayed without a GPU: {run.note}"
 # %%
 # the executor is header-free and takes simtc's descriptors; simtc predicts the full fragment
 assert source.count("#include") == 0 and "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16" in source
-assert len(case.program.instrs) == 4 and predicted.shape == (128, 32)
-assert [SmemDescriptor.from_u64(i.a_desc, arch="sm90").start % 1024 for i in case.program.instrs] == [0, 32, 64, 96]
+assert len(case.program.mmas) == 4 and predicted.shape == (128, 32)
+assert [i.a.start % 1024 for i in case.program.mmas] == [0, 32, 64, 96]
 # built without a GPU: HGMMA and no spills; 18 UTCHMMA.WS + 18 UTCCP.T.S + 1 UTCBAR; sm_90a refuses tcgen05
 if hopper is not None:
     assert any(k.startswith("HGMMA.64x64x16.F32.BF16") for k in hopper) and spills == 0

@@ -127,7 +127,7 @@ def build_checks() -> list[CheckResult]:
 
 def _dual_gemm(seed: int, progress: Progress) -> tuple[CheckResult, dict]:
     from simtc.hw import suite
-    from simtc.kernels.flashmla import read_p, replay_qk
+    from simtc.kernels.flashmla import q_split, read_p, replay_qk
     from simtc.mma.wgmma import fragment_to_matrix
     from simtc.numerics.fdpa import tensor_core_mma
 
@@ -136,10 +136,9 @@ def _dual_gemm(seed: int, progress: Progress) -> tuple[CheckResult, dict]:
     p_lo, p_hi = (fragment_to_matrix(got) for got, _ in pairs)
     q, k = ops["q"], ops["k"]
     ref_ok = True
-    for half, got in ((0, p_lo), (1, p_hi)):  # the model of the same chains: RoPE (2 steps), NoPE (16) per half
-        dims = np.concatenate([np.arange(512 + 32 * half, 544 + 32 * half)] +
-                              [np.arange(128 * t + 64 * half, 128 * t + 64 * half + 64) for t in range(4)])
-        want = tensor_core_mma(q[:, dims], k[:, dims], arch="sm90")
+    # the model of the same chains: each half's 288 dims in the kernel's k order (RoPE first, then NoPE)
+    for q_half, k_half, got in zip(q_split(q), q_split(k), (p_lo, p_hi), strict=True):
+        want = tensor_core_mma(q_half, k_half, arch="sm90")
         ref_ok &= bool(np.array_equal(want.view(np.uint32), got.view(np.uint32)))
     e_lo, e_hi = read_p(replay_qk(q, k)[0])  # simtc's Blackwell replay: TS .ws, same order
     same_values = bool(np.array_equal(e_lo.view(np.uint32), p_lo.view(np.uint32))

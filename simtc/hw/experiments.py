@@ -19,7 +19,7 @@ import numpy as np
 
 from simtc.hw.results import CheckResult
 from simtc.hw.suite import Case, _poisoned_memory, case_key
-from simtc.hw.wgmma import WgmmaInstr, WgmmaProgram
+from simtc.hw.wgmma import WgmmaProgram, wgmma_k16
 from simtc.mma.operands import read_operand
 from simtc.mma.wgmma import matrix_to_fragment
 from simtc.numerics.cases import mma_operands
@@ -53,13 +53,13 @@ def base_offset_cases(seed: int = 0) -> list[Case]:
             bits = encode_bits(a, "bf16").astype("<u2").view(np.uint8).reshape(64, k_total, 2)
             sm.data[phys[..., None] + np.arange(2)] = bits
             for base in (0, ptx_base):
-                instrs = tuple(
-                    WgmmaInstr(SmemDescriptor(start=a_start + 32 * s, lbo=16, sbo=8 * mode.width, layout_type=sw,
-                                              base_offset=base, arch="sm90").encode(),
-                               lay_b.descriptor(arch="sm90", start=B_START, k_slice=s).encode(), scale_d=s > 0)
-                    for s in range(k_total // 16))
+                mmas = [wgmma_k16(SmemDescriptor(start=a_start + 32 * s, lbo=16, sbo=8 * mode.width, layout_type=sw,
+                                                 base_offset=base, arch="sm90").encode(),
+                                  lay_b.descriptor(arch="sm90", start=B_START, k_slice=s).encode(), n=64,
+                                  scale_d=s > 0)
+                        for s in range(k_total // 16)]
                 cases.append(Case("base offset", f"{sw}: A at {a_start} ({data} swizzle), base offset {base}",
-                                  sm.data.copy(), WgmmaProgram(64, "bf16", "K", "K", instrs),
+                                  sm.data.copy(), WgmmaProgram.chain(mmas),
                                   {"swizzle": sw, "data": data, "base_offset": base}))
     return cases
 
@@ -69,8 +69,8 @@ def predict_base_offset(case: Case, hypothesis: str) -> np.ndarray:
     sm = SharedMemory(arch="sm90", size=case.image.size)
     sm.data[:] = case.image
     acc = np.zeros((64, case.program.n), np.float32)
-    for ins in case.program.instrs:
-        a = read_operand(sm, ins.a_desc, major="K", dtype="bf16", rows=64, k=16, base_offset_hypothesis=hypothesis)
+    for ins in case.program.mmas:
+        a = read_operand(sm, ins.a, major="K", dtype="bf16", rows=64, k=16, base_offset_hypothesis=hypothesis)
         b = read_operand(sm, ins.b_desc, major="K", dtype="bf16", rows=case.program.n, k=16)
         acc = tensor_core_mma(a, b, acc if ins.scale_d else np.zeros_like(acc), arch="sm90")
     return matrix_to_fragment(acc)

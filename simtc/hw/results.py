@@ -52,17 +52,15 @@ def compare(got: np.ndarray, want: np.ndarray) -> tuple[np.ndarray, float]:
 def describe_mismatch(case, got_regs, want_regs) -> str:
     """The first mismatching register of a wgmma case: D[m][n], both values and where A and B were read."""
     from simtc.mma.wgmma import wgmma_fragment
-    from simtc.smem import SmemDescriptor, descriptor_addresses
+    from simtc.smem import descriptor_addresses
 
     same, _ = compare(got_regs, want_regs)
     t, i = (int(v) for v in np.argwhere(~same)[0])
     rows, cols = wgmma_fragment(case.program.n)
     m, n = int(rows[t, i]), int(cols[t, i])
-    ins = case.program.instrs[0]
-    a = descriptor_addresses(SmemDescriptor.from_u64(ins.a_desc, "sm90"), major=case.program.a_major,
-                             dtype=case.program.dtype, rows=64)
-    b = descriptor_addresses(SmemDescriptor.from_u64(ins.b_desc, "sm90"), major=case.program.b_major,
-                             dtype=case.program.dtype, rows=case.program.n)
+    ins = case.program.mmas[0]
+    a = descriptor_addresses(ins.a, major=ins.a_major, dtype=ins.dtype, rows=64)
+    b = descriptor_addresses(ins.b_desc, major=ins.b_major, dtype=ins.dtype, rows=ins.n)
     return (f"{case.label}: D[{m}][{n}] (thread {t}, register {i}) GPU {float(got_regs[t, i])!r} "
             f"(0x{int(got_regs.view(np.uint32)[t, i]):08x}) vs simtc {float(want_regs[t, i])!r} "
             f"(0x{int(want_regs.view(np.uint32)[t, i]):08x}); first instruction reads A[{m}][0..15] at smem "

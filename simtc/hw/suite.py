@@ -1,7 +1,8 @@
 """The cross-check cases: shared-memory images and ``wgmma`` programs built by simtc.
 
 Each case is a byte image (as :class:`~simtc.smem.SharedMemory` holds it), a
-:class:`~simtc.hw.wgmma.WgmmaProgram` whose descriptors come from simtc's layouts, and labels.
+:class:`~simtc.hw.wgmma.WgmmaProgram` (``wgmma.mma_async`` records whose descriptors come from
+simtc's layouts), and labels.
 The GPU executes the program; :func:`simtc.hw.wgmma.predict` gives simtc's answer.
 
 Image map (all atoms on 1024-byte boundaries): A (64 x 64) at 0, B (N x 64) at 16 KiB; the rest
@@ -14,11 +15,11 @@ from __future__ import annotations
 import numpy as np
 from attrs import evolve, field, frozen
 
-from simtc.hw.wgmma import WgmmaInstr, WgmmaProgram
+from simtc.hw.wgmma import WgmmaProgram, wgmma_k16
 from simtc.numerics.cases import Stream, mma_operands
-from simtc.smem import CanonicalLayout, SharedMemory, SmemDescriptor, SwizzleMode
+from simtc.smem import CanonicalLayout, SharedMemory, SwizzleMode
 
-__all__ = ["A_BASE", "B_BASE", "IMAGE_BYTES", "Case", "case_key", "dual_gemm_case", "layout_cases",
+__all__ = ["A_BASE", "B_BASE", "IMAGE_BYTES", "Case", "case_key", "dual_gemm_case", "layout_cases", "qk_operands",
            "special_value_cases", "wrong_descriptor_cases"]
 
 A_BASE = 0
@@ -35,15 +36,19 @@ def _read_only(image) -> np.ndarray:
     return a
 
 
-@frozen(eq=False)
+@frozen
 class Case:
-    """One GPU run: an image (a read-only copy), a program, and what it means."""
+    """One GPU run: an image (a read-only copy), a program, and what it means.
+
+    A value: two cases are equal when their labels, image bytes, program and meta are (the image
+    and the meta dict compare and hash by their contents).
+    """
 
     check: str
     label: str
-    image: np.ndarray = field(converter=_read_only)
+    image: np.ndarray = field(converter=_read_only, eq=lambda a: a.tobytes())
     program: WgmmaProgram
-    meta: dict
+    meta: dict = field(eq=lambda m: tuple(sorted(m.items())))
 
 
 def case_key(case: Case) -> str:
@@ -70,11 +75,11 @@ def _build(major: str, sw: str, n: int, dist: str, seed: int, dtype: str = "bf16
     tb = CanonicalLayout(dtype, major, sw, n, K_TOTAL)
     sm.write_tile(ta, a, A_BASE)
     sm.write_tile(tb, b, B_BASE)
-    instrs = tuple(
-        WgmmaInstr(ta.descriptor(arch="sm90", start=A_BASE, k_slice=k).encode(),
-                   tb.descriptor(arch="sm90", start=B_BASE, k_slice=k).encode(), scale_d=k > 0)
-        for k in range(K_TOTAL // 16))
-    return sm, ta, tb, WgmmaProgram(n=n, dtype=dtype, a_major=major, b_major=major, instrs=instrs)
+    mmas = [wgmma_k16(ta.descriptor(arch="sm90", start=A_BASE, k_slice=k).encode(),
+                      tb.descriptor(arch="sm90", start=B_BASE, k_slice=k).encode(),
+                      n=n, dtype=dtype, major=major, scale_d=k > 0)
+            for k in range(K_TOTAL // 16)]
+    return sm, ta, tb, WgmmaProgram.chain(mmas)
 
 
 def layout_cases(seed: int = 0, *, ns=(64, 128, 256), distributions=CROSSCHECK_DISTRIBUTIONS,
@@ -123,51 +128,41 @@ def wrong_descriptor_cases(seed: int = 0) -> list[Case]:
             "start address +16 B": lambda d: evolve(d, start=d.start + 16),
         }
         for what, edit in edits.items():
-            instrs = []
-            for ins in good.instrs:
-                da = edit(SmemDescriptor.from_u64(ins.a_desc, "sm90"))
-                db = edit(SmemDescriptor.from_u64(ins.b_desc, "sm90"))
-                instrs.append(WgmmaInstr(da.encode(), db.encode(), ins.scale_d))
+            bad = [evolve(ins, a=edit(ins.a).encode(), b_desc=edit(ins.b_desc).encode()) for ins in good.mmas]
             cases.append(Case("wrong descriptors", f"{major}-major {mode.name} N={n}: {what}", sm.data.copy(),
-                              evolve(good, instrs=tuple(instrs)), {"edit": what, "major": major, "swizzle": sw}))
+                              WgmmaProgram.chain(bad), {"edit": what, "major": major, "swizzle": sw}))
     return cases
+
+
+def qk_operands(seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """Q (64 heads x 576) and K (64 tokens x 576), normal bf16 data: the operands of the QK checks."""
+    from simtc.kernels.flashmla import B_H, B_TOPK, D_Q
+
+    q = mma_operands("normal", B_H, B_TOPK, D_Q, seed=seed + 1)[0]
+    k = mma_operands("normal", B_H, B_TOPK, D_Q, seed=seed + 2)[0]
+    return q, k
+
+
+DUAL_GEMM_IMAGE_BYTES = 160 * 1024
+"""The Hopper dual-GEMM image: the FlashMLA plan's q, q_sw64 and dequant[1] (up to 147,456 B), then zeros."""
 
 
 def dual_gemm_case(seed: int = 0) -> tuple[list[Case], dict]:
     """FlashMLA's QK split on Hopper: P_lo (even 64-dim chunks + RoPE 0-31) and P_hi (odd + RoPE 32-63).
 
-    Q (64 x 576) and K (64 tokens x 576) are stored as FlashMLA stores them: eight 64 x 64 SW128
-    K-major NoPE tiles and two 64 x 32 SW64 RoPE tiles each. The two accumulators that lanes 0-63
-    and 64-127 hold on Blackwell become two wgmma chains of 18 m64n64k16 instructions, in the
-    kernel's order (RoPE k=0, 1 first, then NoPE k=0..15; flashmla_head64.md §7.1, §8).
+    Q and K are stored by :func:`simtc.kernels.flashmla.load_qk` (the kernel's shared-memory plan and
+    tile layouts); each half's 18 m64n64k16 steps are :func:`simtc.kernels.flashmla.qk_half_descriptors`
+    (RoPE k=0, 1 first, then NoPE k=0..15; flashmla_head64.md §7.1, §8), one wgmma-group per half:
+    the two accumulators lanes 0-63 and 64-127 hold on Blackwell become two wgmma chains.
     """
-    s = Stream(seed + 77)
-    q = mma_operands("normal", 64, 64, 576, seed=seed + 1)[0]
-    k = mma_operands("normal", 64, 64, 576, seed=seed + 2)[0]
-    del s
-    sm = SharedMemory(arch="sm90", size=160 * 1024)
-    nope = CanonicalLayout("bf16", "K", "SW128", 64, 64)
-    rope = CanonicalLayout("bf16", "K", "SW64", 64, 32)
-    q_base, qr_base, k_base, kr_base = 0, 65536, 73728, 139264
-    for t in range(8):
-        sm.write_tile(nope, q[:, 64 * t:64 * t + 64], q_base + 8192 * t)
-        sm.write_tile(nope, k[:, 64 * t:64 * t + 64], k_base + 8192 * t)
-    for h in range(2):
-        sm.write_tile(rope, q[:, 512 + 32 * h:544 + 32 * h], qr_base + 4096 * h)
-        sm.write_tile(rope, k[:, 512 + 32 * h:544 + 32 * h], kr_base + 4096 * h)
+    from simtc.kernels.flashmla import B_TOPK, load_qk, qk_half_descriptors
+
+    q, k = qk_operands(seed)
+    sm = load_qk(q, k, buf=1, smem=SharedMemory(arch="sm90", size=DUAL_GEMM_IMAGE_BYTES))
     cases = []
     for half in (0, 1):
-        instrs = []
-        for kk in range(2):  # RoPE first; the first instruction overwrites
-            a = SmemDescriptor(start=qr_base + 4096 * half + 32 * kk, lbo=16, sbo=512, layout_type="SW64", arch="sm90")
-            b = SmemDescriptor(start=kr_base + 4096 * half + 32 * kk, lbo=16, sbo=512, layout_type="SW64", arch="sm90")
-            instrs.append(WgmmaInstr(a.encode(), b.encode(), scale_d=kk > 0, group_end=False))
-        for kk in range(16):  # NoPE k: tile 2*(k//4) + half, +32 B per step inside the atom
-            off = 8192 * (2 * (kk // 4) + half) + 32 * (kk % 4)
-            a = SmemDescriptor(start=q_base + off, lbo=16, sbo=1024, layout_type="SW128", arch="sm90")
-            b = SmemDescriptor(start=k_base + off, lbo=16, sbo=1024, layout_type="SW128", arch="sm90")
-            instrs.append(WgmmaInstr(a.encode(), b.encode(), scale_d=True, group_end=kk == 15))
-        prog = WgmmaProgram(n=64, dtype="bf16", a_major="K", b_major="K", instrs=tuple(instrs))
-        cases.append(Case("dual GEMM (Hopper)", f"P_{'lo' if half == 0 else 'hi'}: 18 chained m64n64k16",
-                          sm.data.copy(), prog, {"half": half}))
+        mmas = [wgmma_k16(a.encode(), b.encode(), n=B_TOPK, scale_d=acc)
+                for a, b, acc in qk_half_descriptors(half, arch="sm90", buf=1)]
+        cases.append(Case("dual GEMM (Hopper)", f"P_{'lo' if half == 0 else 'hi'}: {len(mmas)} chained m64n64k16",
+                          sm.data.copy(), WgmmaProgram.chain(mmas, commit="last"), {"half": half}))
     return cases, {"q": q, "k": k}

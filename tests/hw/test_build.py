@@ -5,6 +5,7 @@ import importlib.util
 import numpy as np
 import pytest
 
+from simtc.errors import SimtcError
 from simtc.hw import suite as hc
 from simtc.hw.wgmma import WgmmaProgram, kernel_source, predict
 from simtc.mma.wgmma import fragment_to_matrix
@@ -68,25 +69,43 @@ def test_prediction_equals_numerics_model():
 
 def test_wrong_descriptors_change_what_is_read():
     wrong = hc.wrong_descriptor_cases()
-    good_by_layout = {}
-    for c in hc.wrong_descriptor_cases():
-        key = (c.meta["major"], c.meta["swizzle"], c.program.n)
-        good_by_layout.setdefault(key, c)
     differs = 0
     for c in wrong:
-        key = (c.meta["major"], c.meta["swizzle"], c.program.n)
-        img = c.image
-        a = predict(img, c.program)
-        correct = WgmmaProgram(c.program.n, c.program.dtype, c.program.a_major, c.program.b_major,
-                               hc._build(c.meta["major"], c.meta["swizzle"], c.program.n, "normal",
-                                         0 + c.program.n)[3].instrs)
-        differs += not np.array_equal(a, predict(img, correct))
-        del key
+        correct = hc._build(c.meta["major"], c.meta["swizzle"], c.program.n, "normal", c.program.n)[3]
+        assert c.program != correct
+        differs += not np.array_equal(predict(c.image, c.program), predict(c.image, correct))
     assert differs >= len(wrong) - 2  # (a swap of equal LBO/SBO can read the same)
+
+
+def test_programs_are_isa_records():
+    from simtc.isa.wgmma import WgmmaCommitGroup, WgmmaMmaAsync
+
+    case = hc.layout_cases(ns=(128,), distributions=("normal",), dtypes=("fp16",))[4]  # fp16 MN-major INTERLEAVE
+    p = case.program
+    assert [type(r) for r in p.records] == [WgmmaMmaAsync, WgmmaCommitGroup] * 4
+    assert (p.n, p.dtype, p.a_major, p.b_major) == (128, "fp16", "MN", "MN")
+    assert p.mmas[1].ptx().startswith("wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 d, ")
+    assert [m.scale_d for m in p.mmas] == [False, True, True, True] and p.group_ends == (True,) * 4
+    with pytest.raises(SimtcError, match="one executor"):
+        WgmmaProgram((*p.records, hc.layout_cases(ns=(64,), distributions=("normal",), dtypes=("fp16",))[0]
+                      .program.mmas[0]))
+
+
+def test_cases_are_values():
+    a, b = hc.special_value_cases()[:2], hc.special_value_cases()[:2]
+    assert a == b and hash(a[0]) == hash(b[0]) and a[0] != a[1]
+    assert len({*a, *b}) == 2
+    assert not a[0].image.flags.writeable
 
 
 def test_dual_gemm_halves_sum_to_qk():
     cases, ops = hc.dual_gemm_case()
+    # the kernel's placement (flashmla_head64.md §4, §7.1): Q RoPE at 65,536, K NoPE (dequant[1]) at 73,728;
+    # half 1's first step reads its 4-KiB RoPE tile, NoPE step k=5 of half 0 reads tile 2 at +32 B
+    hi_first, lo_k5 = cases[1].program.mmas[0], cases[0].program.mmas[2 + 5]
+    assert (hi_first.a.start, hi_first.b_desc.start, hi_first.scale_d) == (65536 + 4096, 139264 + 4096, False)
+    assert (lo_k5.a.start, lo_k5.b_desc.start) == (2 * 8192 + 32, 73728 + 2 * 8192 + 32)
+    assert [len(c.program.mmas) for c in cases] == [18, 18] and cases[0].program.group_ends[-2:] == (False, True)
     lo, hi = (fragment_to_matrix(predict(c.image, c.program)) for c in cases)
     exact = ops["q"].astype(np.float64) @ ops["k"].T.astype(np.float64)
     assert np.abs((lo + hi) - exact).max() < 1e-4 * np.abs(exact).max() + 1e-4

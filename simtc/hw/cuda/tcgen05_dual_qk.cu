@@ -14,10 +14,11 @@
 typedef unsigned int u32;
 typedef unsigned long long u64;
 
-#define SIMTC_NCP 18
-#define SIMTC_NMMA 18
-#define SIMTC_COL0 256
-#define SIMTC_NCOLS 208
+// sizes filled in by simtc.hw.tcgen05.kernel_source from simtc.kernels.flashmla (18, 18, 256, 208)
+#define SIMTC_NCP {{NCP}}
+#define SIMTC_NMMA {{NMMA}}
+#define SIMTC_COL0 {{COL0}}
+#define SIMTC_NCOLS {{NCOLS}}
 
 struct SimtcDualQk {
     u64 cp_desc[SIMTC_NCP];    // sm100 descriptors of the Q copies (start relative to the image)
