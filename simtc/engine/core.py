@@ -92,6 +92,7 @@ class _Op:
         "lat",
         "name",
         "occ",
+        "per_warp",
         "proxy_async",
         "quad_bad",
         "rec",
@@ -115,6 +116,17 @@ class _Op:
         self.quad_bad = None
         self.name = ""
         self.proxy_async = False
+        self.per_warp = False
+
+    def at(self, index: int) -> _Op:
+        """The same compiled record at another index of the role (a record object repeated in a loop)."""
+        op = _Op.__new__(_Op)
+        op.kind, op.rec, op.index, op.name, op.bar, op.arg, op.occ, op.lat = (
+            self.kind, self.rec, index, self.name, self.bar, self.arg, self.occ, self.lat)
+        op.smem_r, op.smem_w, op.tmem_r, op.tmem_w, op.regs_r, op.regs_w = (
+            self.smem_r, self.smem_w, self.tmem_r, self.tmem_w, self.regs_r, self.regs_w)
+        op.quad_bad, op.proxy_async, op.per_warp = self.quad_bad, self.proxy_async, self.per_warp
+        return op
 
 
 class _Agent:
@@ -310,6 +322,9 @@ class Engine:
         rects: dict[tuple, None] = {}
         ranges: dict[tuple, None] = {}
         cache: dict[tuple, tuple] = {}
+        # (id(record), warp or None) -> its compiled op: a record object repeated in a loop compiles once. The
+        # Program holds every record for the Engine's life, so ids are stable; None = the same for every warp
+        memo: dict[tuple, _Op] = {}
         self.agents: list[_Agent] = []
         for role in self.program.roles:
             nthreads = role.threads if role.threads is not None else 32 * len(role.warps)
@@ -317,13 +332,21 @@ class Engine:
             first: list[_Op] | None = None
             for w in role.warps:
                 if first is None:
-                    ops = [self._compile_op(rec, i, w, cache, rects, ranges) for i, rec in enumerate(role.records)]
+                    ops = []
+                    for i, rec in enumerate(role.records):
+                        tpl = memo.get((id(rec), None)) or memo.get((id(rec), w))
+                        if tpl is None:
+                            tpl = self._compile_op(rec, i, w, cache, rects, ranges)
+                            memo[id(rec), w if tpl.per_warp else None] = tpl
+                            ops.append(tpl)
+                        else:
+                            ops.append(tpl.at(i))
                     first = ops
-                else:  # only TMEM ld/st depend on the warp (its lane quadrant): share the other compiled ops
-                    ops = [self._compile_op(op.rec, op.index, w, cache, rects, ranges) if _per_warp(op.kind, op.rec)
-                           else op for op in first]
+                else:  # only TMEM ld/st and warp-offset records depend on the warp: share the other compiled ops
+                    ops = [op if not op.per_warp else self._compile_op(op.rec, op.index, w, cache, rects, ranges)
+                           for op in first]
                 self.agents.append(_Agent(len(self.agents), role.name, w, per_warp, ops))
-        self._alloc_seen = any(op.kind == K_ALLOC for a in self.agents for op in a.ops)
+        self._alloc_seen = any(op.kind == K_ALLOC for op in memo.values())
         self._rect_over = _Overlaps(list(rects), _rect_overlap)
         self._range_over = _SetOverlaps(list(ranges))
 
@@ -335,7 +358,8 @@ class Engine:
                               rule="records the engine models")
         op = _Op(kind, rec, index)
         op.name = rec.opcode if isinstance(getattr(rec, "opcode", None), str) else cls
-        key = (rec, warp % 4 if _per_warp(kind, rec) else 0)  # equal records share their footprint
+        op.per_warp = _per_warp(kind, rec)
+        key = (rec, warp % 4 if op.per_warp else 0)  # equal records share their footprint
         hit = cache.get(key)
         quad = None
         if hit is None:
@@ -350,9 +374,10 @@ class Engine:
             sw = (tuple((r.start, r.stop) for r in fp.smem_writes),) if fp.smem_writes else ()
             tr = tuple((r.lane0, r.lane0 + r.lanes, r.col0, r.col0 + r.cols) for r in fp.tmem_reads)
             tw = tuple((r.lane0, r.lane0 + r.lanes, r.col0, r.col0 + r.cols) for r in fp.tmem_writes)
-            hit = (sr, sw, tr, tw, tuple(fp.regs_read), tuple(fp.regs_written), fp.proxy == "async")
+            hit = (sr, sw, tr, tw, tuple(fp.regs_read), tuple(fp.regs_written), fp.proxy == "async",
+                   self._costs_of(kind, rec, warp))
             cache[key] = hit
-        op.smem_r, op.smem_w, op.tmem_r, op.tmem_w, op.regs_r, op.regs_w, op.proxy_async = hit
+        op.smem_r, op.smem_w, op.tmem_r, op.tmem_w, op.regs_r, op.regs_w, op.proxy_async, (op.occ, op.lat) = hit
         for r in op.tmem_r + op.tmem_w:
             rects[r] = None
         for r in op.smem_r + op.smem_w:
@@ -367,27 +392,29 @@ class Engine:
             op.bar = bar
             if bar not in self._mbars:
                 self._mbars[bar] = _MBar(bar, None)
-        c = self.costs
-        if kind in (K_MMA, K_WGMMA):
-            pass  # occupancy depends on the previous MMA (collector state): computed at issue
-        elif kind == K_CP:
-            op.occ, op.lat = c.cp(rec)
-        elif kind in (K_TMA_LOAD, K_TMA_STORE):
-            op.occ, op.lat = c.tma(rec)
-        elif kind == K_LD:
-            op.occ, op.lat = c.tmem_ld(rec)
-        elif kind == K_ST:
-            op.occ, op.lat = c.tmem_st(rec)
-        elif kind == K_CUDA:
-            op.occ = c.cuda_core(rec, warp)
-        elif kind in (K_LD_SHARED, K_ST_SHARED):
-            op.occ = c.shared_access(rec)
-            op.lat = c.shared_latency(rec)
-        elif kind in (K_BAR_SYNC, K_BAR_ARRIVE):
+        if kind in (K_BAR_SYNC, K_BAR_ARRIVE):
             op.arg = (rec.id_for(warp), rec.threads)
         elif kind in (K_BULK_WAIT, K_WGMMA_WAIT):
             op.arg = rec.n
         return op
+
+    def _costs_of(self, kind: int, rec, warp: int) -> tuple[int, int]:
+        """``(occupancy, latency)`` of a record on its unit (MMAs: computed at issue, as their occupancy
+        depends on the previous MMA's collector state)."""
+        c = self.costs
+        if kind == K_CP:
+            return c.cp(rec)
+        if kind in (K_TMA_LOAD, K_TMA_STORE):
+            return c.tma(rec)
+        if kind == K_LD:
+            return c.tmem_ld(rec)
+        if kind == K_ST:
+            return c.tmem_st(rec)
+        if kind == K_CUDA:
+            return c.cuda_core(rec, warp), 0
+        if kind in (K_LD_SHARED, K_ST_SHARED):
+            return c.shared_access(rec), c.shared_latency(rec)
+        return 0, 0
 
     def _execute(self, rec, cta, *, warp: int, threads: int) -> None:
         """Semantics mode: apply a record to the Cta. A record the semantics layer refuses (the
