@@ -29,10 +29,12 @@ role order, and nothing depends on hashing order or wall time.
 
 from __future__ import annotations
 
+import heapq
 import time as _time
 from typing import Any
 
 import simpy
+from simpy.events import NORMAL
 
 from simtc.engine.barriers import MBarrierState, NamedBarrierState
 from simtc.engine.hazards import Hazard
@@ -233,6 +235,23 @@ class _NBar:
         self.last_ev = -1
 
 
+class _Call:
+    """A callback queued on the SimPy environment: the least an event needs for ``Environment.step``
+    (its ``callbacks`` and ``_ok``), without a Timeout and a closure per call."""
+
+    __slots__ = ("args", "callbacks", "fn")
+    _ok = True
+
+    def __init__(self, fn, args: tuple):
+        self.fn = fn
+        self.args = args
+        self.callbacks = [_call]
+
+
+def _call(c: _Call) -> None:
+    c.fn(*c.args)
+
+
 def _join(dst: dict, src: dict) -> None:
     for k, v in src.items():
         if v > dst.get(k, 0):
@@ -281,6 +300,7 @@ class Engine:
         self._pipe_free = 0
         self._pipe_last_ev = -1
         self._pipe_prev = None
+        self._mma_costs: dict[tuple[int, int], tuple[int, int, int]] = {}
         self._tma_free = 0
         self._tma_last_ev = -1
         self._wg_ops: dict = {}
@@ -626,6 +646,7 @@ class Engine:
         check = self.check
         sem = self.mode == "semantics"
         sp_free, sp, busy, trace = self._sp_free, ag.sp, self.unit_busy, self.trace
+        mma_costs = self._mma_costs
         for op in ag.ops:
             ag.pc = op.index
             kind = op.kind
@@ -661,8 +682,12 @@ class Engine:
                 shared = None
                 if kind == K_CP:
                     pre, occ, body = costs.pipe_issue, op.occ, op.lat
-                elif kind == K_MMA:
-                    pre, occ, body = costs.mma(op.rec, self._pipe_prev)
+                elif kind == K_MMA:  # the cost depends on the previous MMA (collector state)
+                    ckey = (id(op.rec), id(self._pipe_prev))  # records live as long as the Program
+                    c = mma_costs.get(ckey)
+                    if c is None:
+                        c = mma_costs[ckey] = costs.mma(op.rec, self._pipe_prev)
+                    pre, occ, body = c
                     self._pipe_prev = op.rec
                 else:  # warpgroup-collective: the first warp of the group to issue it enqueues it
                     ag.wg_count += 1
@@ -869,9 +894,10 @@ class Engine:
 
     # scheduled callbacks -------------------------------------------------------------------------
     def _at(self, t: int, fn, *args) -> None:
-        d = t - self.env._now
-        evt = self.env.timeout(d if d > 0 else 0)
-        evt.callbacks.append(lambda _e: fn(*args))
+        """Call ``fn(*args)`` at cycle ``t`` (or now): queued exactly as ``env.timeout`` would queue it."""
+        env = self.env
+        now = env._now
+        heapq.heappush(env._queue, (t if t > now else now, NORMAL, next(env._eid), _Call(fn, args)))
 
     def _schedule_complete(self, ag: _Agent, op: _Op, done: int, dep: int, unit: str | None) -> None:
         self._at(done, self._complete, ag, op, dep, unit)
