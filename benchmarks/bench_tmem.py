@@ -11,10 +11,11 @@ import time
 
 import numpy as np
 
+from simtc.kernels.flashmla import TMEM_V32, load_qk, q_copies
 from simtc.render import to_svg, to_text
 from simtc.render.tmem import LayoutView, TmemMapView
-from simtc.smem import CanonicalLayout, SharedMemory, SmemDescriptor
-from simtc.tmem import FLASHMLA_HEAD64_V32, TensorMemory, all_ops, datapath_layout
+from simtc.semantics import Cta, execute
+from simtc.tmem import all_ops, datapath_layout
 
 
 def best(fn, repeat: int = 5) -> float:
@@ -26,37 +27,32 @@ def best(fn, repeat: int = 5) -> float:
     return min(times)
 
 
-def flashmla_tmem() -> tuple[TensorMemory, SharedMemory]:
+def flashmla_tmem() -> Cta:
     """512 columns allocated, Q copied in with the 16 + 2 tcgen05.cp.128x256b, a P load/store per warp."""
-    sm = SharedMemory()
-    q = np.random.default_rng(0).integers(0, 1 << 16, size=(64, 576), dtype=np.uint16)
-    nope, rope = CanonicalLayout("bf16", "K", "SW128", 64, 64), CanonicalLayout("bf16", "K", "SW64", 64, 32)
-    for i in range(8):
-        sm.write_tile_bits(nope, q[:, 64 * i:64 * i + 64], 8192 * i)
-    for j in range(2):
-        sm.write_tile_bits(rope, q[:, 512 + 32 * j:544 + 32 * j], 65536 + 4096 * j)
-    tm = TensorMemory()
-    tm.alloc(512)
-    q_copies(tm, sm)
+    q = np.random.default_rng(0).standard_normal((64, 576)).astype(np.float32)
+    cta = Cta()
+    load_qk(q, q, smem=cta.smem)
+    cta.tmem.alloc(512)
+    copy_q(cta)
     for w in range(4):
-        tm.st((32 * w) << 16 | 400, np.zeros((32, 64), np.uint32), "32x32b", 64, warp=w)
-    return tm, sm
+        cta.tmem.st((32 * w) << 16 | 400, np.zeros((32, 64), np.uint32), "32x32b", 64, warp=w)
+    return cta
 
 
-def q_copies(tm: TensorMemory, sm: SharedMemory) -> None:
-    d = SmemDescriptor(start=0, lbo=16, sbo=1024, layout_type="SW128")
-    r = SmemDescriptor(start=65536, lbo=16, sbo=512, layout_type="SW64")
-    for t in range(4):
-        for s in range(4):
-            tm.cp(256 + 8 * (4 * t + s), sm, d.advance(16384 * t + 32 * s), label=f"cp Q t={t} s={s}")
-    for s in range(2):
-        tm.cp(384 + 8 * s, sm, r.advance(32 * s), label=f"cp Q RoPE s={s}")
+Q_COPIES = tuple(q_copies())
+"""FlashMLA's 16 + 2 tcgen05.cp.128x256b of Q (the package's records), issued by the MMA warp's elected lane."""
+
+
+def copy_q(cta: Cta) -> None:
+    for c in Q_COPIES:
+        execute(c, cta, warp=4, threads=1)
 
 
 def main() -> None:
-    tm, sm = flashmla_tmem()
+    cta = flashmla_tmem()
+    tm = cta.tmem
     rows = []
-    for by, kw in (("allocation", {}), ("writer", {}), ("region", {"regions": FLASHMLA_HEAD64_V32})):
+    for by, kw in (("allocation", {}), ("writer", {}), ("region", {"regions": TMEM_V32})):
         v = TmemMapView(tm, by=by, **kw)
         rows.append((f"TMEM map by {by}, 4x8 cells/char: text", best(lambda v=v: to_text(v, width=120))))
         rows.append((f"TMEM map by {by}, 4x8 cells/char: SVG", best(lambda v=v: to_svg(v, width=120))))
@@ -75,7 +71,7 @@ def main() -> None:
             tm.ld(0, op, warp=0)
 
     rows.append((f"st + ld of all {len(ops)} forms, one warp", best(ldst_all)))
-    rows.append(("18 tcgen05.cp.128x256b (FlashMLA Q)", best(lambda: q_copies(tm, sm))))
+    rows.append(("18 tcgen05.cp.128x256b (FlashMLA Q)", best(lambda: copy_q(cta))))
     rows.append(("full maps of 7 layout cases (A-G, N=256)", best(lambda: [datapath_layout(**c).full_map() for c in (
         dict(m=128, n=256), dict(m=64, n=256), dict(m=64, n=256, ws=True), dict(m=32, n=256, ws=True),
         dict(m=256, n=256, cta_group=2), dict(m=128, n=256, cta_group=2),

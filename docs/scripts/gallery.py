@@ -17,11 +17,12 @@ def pictures() -> list[tuple[str, str, object]]:
     """``[(name, caption, view), ...]``: the gallery's pictures, in page order."""
     import numpy as np
 
+    from simtc.kernels.flashmla import TMEM_V32
     from simtc.render.banks import BankMapView
     from simtc.render.smem import DescriptorView, TileView
     from simtc.render.tmem import CpView, LayoutView, LdView, TmemMapView
     from simtc.smem import CanonicalLayout, SmemDescriptor, bank_conflicts
-    from simtc.tmem import FLASHMLA_HEAD64_V32, LdStOp, cp_shape, datapath_layout
+    from simtc.tmem import LdStOp, cp_shape, datapath_layout
 
     sw128 = CanonicalLayout("bf16", "K", "SW128", 16, 64)
     rows = np.arange(32)
@@ -40,7 +41,7 @@ def pictures() -> list[tuple[str, str, object]]:
         ("banks_column_sw128", "The same column of a SW128 tile: conflict-free (4 wavefronts).",
          BankMapView(bank_conflicts(CanonicalLayout("bf16", "K", "SW128", 64, 64).offset(rows % 64, 0 * rows), 16))),
         ("tmem_map_flashmla", "FlashMLA head64's Tensor Memory map: O, Q, Q's RoPE tail and P (columns 400-463).",
-         TmemMapView(regions=FLASHMLA_HEAD64_V32)),
+         TmemMapView(regions=TMEM_V32)),
         ("layout_e_m64_ws", "Layout E (M=64, .ws, N=128) at column 400: D[:, 0:64] in lanes 0-63, D[:, 64:128] "
          "in lanes 64-127 (the 2x2 pattern; CUTLASS's map, PTX's '2x3' read as 2x2 [inferred]).",
          LayoutView(datapath_layout(64, 128, ws=True), c0=400)),

@@ -17,9 +17,9 @@
 import numpy as np
 
 from simtc.errors import LaneQuadrantError, TmemAllocError
+from simtc.kernels.flashmla import TMEM_V32
 from simtc.render.tmem import LayoutView, LdView, TmemMapView
 from simtc.tmem import (
-    FLASHMLA_HEAD64_V32,
     SHAPES,
     LdStOp,
     TensorMemory,
@@ -50,7 +50,7 @@ print(addr.hex(), "=", addr, "| one column on:", TmemAddress(64, 257).hex())
 tm = TensorMemory()
 base = tm.alloc(512, warp=0)
 print("allocated at", base)
-TmemMapView(regions=FLASHMLA_HEAD64_V32)
+TmemMapView(regions=TMEM_V32)
 
 # %% [markdown]
 # Breaking a rule raises an error that names the rule (and its PTX section):

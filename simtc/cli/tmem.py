@@ -174,7 +174,8 @@ def run_cp(args) -> int:
 
 
 def run_map(args) -> int:
-    from simtc.tmem import FLASHMLA_HEAD64_V32, TensorMemory
+    from simtc.kernels.flashmla import TMEM_V32
+    from simtc.tmem import TensorMemory
 
     tm = TensorMemory()
     tm.alloc(512, warp=0)
@@ -183,13 +184,13 @@ def run_map(args) -> int:
         "source": "FlashMLA csrc/sm100/decode/head64/config.h",
         "allocations": [{"column": a.column, "ncols": a.ncols, "warp": a.warp} for a in tm.allocations.values()],
         "regions": [{"name": r.name, "lanes": list(r.lanes), "columns": list(r.columns), "note": r.note}
-                    for r in FLASHMLA_HEAD64_V32],
+                    for r in TMEM_V32],
     }
 
     def view():
         from simtc.render.tmem import TmemMapView
 
-        return TmemMapView(tm, regions=FLASHMLA_HEAD64_V32 if args.by == "region" else (), by=args.by,
+        return TmemMapView(tm, regions=TMEM_V32 if args.by == "region" else (), by=args.by,
                            lanes_per_row=args.lanes_per_row, columns_per_char=args.columns_per_char,
                            title="FlashMLA SM100 head64 decode (V32) TMEM map, coloured by " + args.by)
 

@@ -25,7 +25,7 @@ from simtc.tmem.address import COLUMNS, LANES, TmemAddress, pack_taddr, quadrant
 from simtc.tmem.cp import CP_SHAPES, CpShape, cp_shape, tcgen05_cp
 from simtc.tmem.layouts import DataPathLayout, datapath_layout
 from simtc.tmem.ldst import NUMS, SHAPES, LdStOp, LdStShape, all_ops, ld_st_shape
-from simtc.tmem.regions import FLASHMLA_HEAD64_V32, TmemRegion
+from simtc.tmem.regions import TmemRegion
 
 if TYPE_CHECKING:
     from simtc.tmem.memory import ALLOC_SIZES, Allocation, TensorMemory
@@ -36,7 +36,6 @@ __all__ = [
     "ALLOC_SIZES",
     "COLUMNS",
     "CP_SHAPES",
-    "FLASHMLA_HEAD64_V32",
     "LANES",
     "NUMS",
     "SHAPES",

@@ -15,7 +15,7 @@ from simtc.numerics import tensor_core_mma
 from simtc.numerics.cases import mma_operands
 from simtc.semantics import Cta
 from simtc.smem import SharedMemory, SmemDescriptor
-from simtc.tmem import FLASHMLA_HEAD64_V32, TensorMemory
+from simtc.tmem import TensorMemory
 
 
 @pytest.fixture(scope="module")
@@ -65,9 +65,11 @@ def test_mbarrier_offsets_are_the_ones_the_sass_uses():
     assert m["valid_coord_scale_free[3]"] == (232104 + 24, 258) and m["last_store_done"] == (231984, 128)
 
 
-def test_tmem_map_matches_the_regions_module_and_the_budget():
-    assert [(r.name, r.lanes, r.columns) for r in flashmla.TMEM_V32] == [
-        (r.name, r.lanes, r.columns) for r in FLASHMLA_HEAD64_V32]
+def test_tmem_map_matches_the_kernel_and_the_budget():
+    # flashmla_head64.md §3 (config.h): O 0-255, Q 256-383, Q_tail 384-399, P 400-463, all 128 lanes
+    assert [(r.name, r.columns) for r in flashmla.TMEM_V32] == [
+        ("O", (0, 255)), ("Q", (256, 383)), ("Q_tail", (384, 399)), ("P", (400, 463)), ("free", (464, 511))]
+    assert {r.lanes for r in flashmla.TMEM_V32} == {(0, 127)}
     used = sum(r.columns[1] - r.columns[0] + 1 for r in flashmla.TMEM_V32 if r.name != "free")
     assert used == 464
 

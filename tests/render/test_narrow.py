@@ -5,6 +5,7 @@ import re
 import numpy as np
 import pytest
 
+from simtc.kernels.flashmla import TMEM_V32
 from simtc.mma import InstrDescriptor
 from simtc.render import to_text
 from simtc.render.banks import BankMapView
@@ -12,7 +13,7 @@ from simtc.render.mma import InstrDescriptorView
 from simtc.render.smem import DescriptorView, TileView
 from simtc.render.tmem import CpView, LayoutView, LdView, TmemMapView
 from simtc.smem import CanonicalLayout, SmemDescriptor, bank_conflicts
-from simtc.tmem import FLASHMLA_HEAD64_V32, LdStOp, cp_shape, datapath_layout
+from simtc.tmem import LdStOp, cp_shape, datapath_layout
 
 W = 80
 
@@ -71,7 +72,7 @@ def test_ld_map_keeps_every_register_column():
 
 @pytest.mark.parametrize("cpc", [1, 2, 4, 8])
 def test_tmem_map_rows_cover_all_512_columns(cpc):
-    lines = lines_of(TmemMapView(regions=FLASHMLA_HEAD64_V32, lanes_per_row=32, columns_per_char=cpc))
+    lines = lines_of(TmemMapView(regions=TMEM_V32, lanes_per_row=32, columns_per_char=cpc))
     rows = [ln for ln in lines if ln.strip().startswith("0-31")]
     grid = "".join(ln.split()[-1] for ln in rows)
     assert grid == ("O" * 256 + "Q" * 128 + "t" * 16 + "P" * 64 + "f" * 48)[::cpc]

@@ -5,16 +5,16 @@ import xml.etree.ElementTree as ET
 
 from rich.text import Text
 
+from simtc.kernels.flashmla import TMEM_V32
 from simtc.render.export import SVG_GEOMETRY, to_svg
 from simtc.render.theme import PHASE_COLORS, phase_style
 from simtc.render.tmem import TmemMapView
-from simtc.tmem import FLASHMLA_HEAD64_V32
 
 NS = "{http://www.w3.org/2000/svg}"
 
 
 def test_no_network_fonts_no_text_length():
-    svg = to_svg(TmemMapView(regions=FLASHMLA_HEAD64_V32), width=80, title="simtc tmem map")
+    svg = to_svg(TmemMapView(regions=TMEM_V32), width=80, title="simtc tmem map")
     assert "url(" not in svg and "@import" not in svg and "@font-face" not in svg and "textLength" not in svg
     assert re.findall(r"https?://[^\"]+", svg) == ["http://www.w3.org/2000/svg"]
     assert 'font-family="DejaVu Sans Mono, Menlo, Consolas, Liberation Mono, monospace"' in svg

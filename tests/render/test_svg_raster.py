@@ -18,11 +18,11 @@ import io
 import numpy as np
 import pytest
 
+from simtc.kernels.flashmla import TMEM_V32
 from simtc.render.export import SVG_GEOMETRY, render_segment_lines, to_svg
 from simtc.render.smem import TileView
 from simtc.render.tmem import TmemMapView
 from simtc.smem import CanonicalLayout
-from simtc.tmem import FLASHMLA_HEAD64_V32
 
 cairosvg = pytest.importorskip("cairosvg", reason="cairosvg (dev extra) converts SVG to PNG")
 Image = pytest.importorskip("PIL.Image", reason="pillow (a cairosvg dependency) reads the PNG")
@@ -101,7 +101,7 @@ def new_cell(r: int, c: int):
 
 
 VIEWS = {
-    "tmem map": (TmemMapView(regions=FLASHMLA_HEAD64_V32), 80),
+    "tmem map": (TmemMapView(regions=TMEM_V32), 80),
     "smem tile": (TileView(CanonicalLayout("bf16", "K", "SW128", 8, 64)), 100),
 }
 

@@ -9,9 +9,10 @@ import numpy as np
 import pytest
 
 from simtc.errors import SimtcError
+from simtc.kernels.flashmla import TMEM_V32
 from simtc.render import to_svg, to_text
 from simtc.render.tmem import LayoutView, LdView, TmemMapView
-from simtc.tmem import FLASHMLA_HEAD64_V32, LdStOp, TensorMemory, datapath_layout
+from simtc.tmem import LdStOp, TensorMemory, datapath_layout
 
 
 def _busy_tmem():
@@ -27,7 +28,7 @@ def _busy_tmem():
 def test_full_map_renders_in_text_and_svg():
     tm = _busy_tmem()
     views = [TmemMapView(tm, by=b) for b in ("allocation", "writer")]
-    views.append(TmemMapView(tm, regions=FLASHMLA_HEAD64_V32))
+    views.append(TmemMapView(tm, regions=TMEM_V32))
     views.append(TmemMapView(tm, by="writer", lanes_per_row=1, columns_per_char=1))   # all 65,536 cells
     for v in views:
         text = to_text(v, width=600)
@@ -58,7 +59,7 @@ def test_map_by_writer_shows_mixed_blocks():
 
 
 def test_flashmla_region_map():
-    text = to_text(TmemMapView(regions=FLASHMLA_HEAD64_V32), width=120)
+    text = to_text(TmemMapView(regions=TMEM_V32), width=120)
     row = next(ln for ln in text.splitlines() if ln.strip().startswith("64-67")).split()[-1]
     assert row == "O" * 32 + "Q" * 16 + "t" * 2 + "P" * 8 + "f" * 6
     assert "Q_tail: lanes 0-127, columns 384-399" in text
