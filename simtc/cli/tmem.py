@@ -4,8 +4,12 @@ from __future__ import annotations
 
 from simtc.cli._common import add_output_options, emit, int_in, needs_subcommand
 
-LD_SHAPES = ("32x32b", "16x64b", "16x128b", "16x256b", "16x32bx2")
-CP_SHAPES = ("128x256b", "128x128b", "4x256b", "64x128b.warpx2::02_13", "64x128b.warpx2::01_23", "32x128b.warpx4")
+# The --shape choices name the model's tables (simtc.tmem.SHAPES, simtc.tmem.CP_SHAPES: the one source of the
+# shapes); they are spelled out here only so that building the parser imports no numpy, and tests check that
+# they equal the model's keys.
+_LD_SHAPE_CHOICES = ("32x32b", "16x64b", "16x128b", "16x256b", "16x32bx2")
+_CP_SHAPE_CHOICES = ("128x256b", "128x128b", "4x256b", "64x128b.warpx2::02_13", "64x128b.warpx2::01_23",
+                     "32x128b.warpx4")
 # TMEM geometry (PTX ISA 9.0 §9.7.16.1); tests check these equal simtc.tmem.address.LANES / COLUMNS (kept
 # literal here so that building the parser imports no numpy).
 _COLUMNS = 512
@@ -49,7 +53,7 @@ def register(sub) -> None:
                     "from taddr. With --pack (.pack::16b) a register's low 16 bits come from the low half of the "
                     "cell at column offset c and its high 16 bits from the low half of the cell at c + 1; "
                     "'halves'[thread][register] lists both cells as [[lane, c], [lane, c + 1]].")
-    ld.add_argument("--shape", choices=LD_SHAPES, required=True, help="the tcgen05.ld/st shape (required)")
+    ld.add_argument("--shape", choices=_LD_SHAPE_CHOICES, required=True, help="the tcgen05.ld/st shape (required)")
     ld.add_argument("--num", type=int_in(None, None, ".num is a power of two 1..128", "PTX ISA 9.0 §9.7.16.8.3"),
                     default=1, help=".num repetition count (1, 2, 4, ..., 128)")
     ld.add_argument("--pack", action="store_true", help=".pack::16b (ld) / .unpack::16b (st)")
@@ -70,7 +74,7 @@ def register(sub) -> None:
         "cp", help="row -> lane map of a tcgen05.cp shape",
         description="Where tcgen05.cp.cta_group::1 puts each shared-memory source row (PTX ISA 9.0 §9.7.16.9.2; "
                     "CUTLASS SM100_UTCCP_* traits). JSON: rows, columns per lane, lanes[row] = lane offsets.")
-    cp.add_argument("--shape", choices=CP_SHAPES, required=True, help="the tcgen05.cp shape (required)")
+    cp.add_argument("--shape", choices=_CP_SHAPE_CHOICES, required=True, help="the tcgen05.cp shape (required)")
     add_output_options(cp)
     cp.set_defaults(handler=run_cp)
 

@@ -113,6 +113,16 @@ def test_cli_tmem_geometry_matches_the_model():
     assert cli_tmem._COLUMNS == COLUMNS == 512
 
 
+def test_cli_shape_choices_are_the_models_tables():
+    """The --shape choices are literal (no numpy at parser build); they must be the model's tables' keys."""
+    import simtc.cli.tmem as cli_tmem
+    from simtc.tmem import CP_SHAPES, SHAPES
+
+    assert sorted(cli_tmem._CP_SHAPE_CHOICES) == sorted(CP_SHAPES) and len(CP_SHAPES) == 6
+    assert sorted(cli_tmem._LD_SHAPE_CHOICES) == sorted(SHAPES) and len(SHAPES) == 5
+    assert not hasattr(cli_tmem, "CP_SHAPES")
+
+
 def test_ld_imm_must_keep_the_access_inside_tmem(capsys):
     rc, out, _ = run(capsys, "tmem", "ld", "--shape", "16x32bx2", "--num", "2", "--imm", "510", "--json")
     assert rc == 0 and json.loads(out)["columns"] == 512          # last legal offset: 510 + 2 columns
