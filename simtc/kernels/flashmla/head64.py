@@ -1,0 +1,443 @@
+"""FlashMLA SM100 sparse-decode head64, the whole kernel: six roles' Programs for one request of B blocks.
+
+Roles (flashmla_head64.md §2, §6; FlashMLA ``csrc/sm100/decode/head64/kernel.cuh``) [kernel]:
+
+* ``softmax`` -- warps 0-3 (WG0, 128 threads): P readback (2 ``tcgen05.ld.32x32b.x32``), P_lo/P_hi
+  exchange (8 ``st.shared`` + pair ``bar.sync`` + 8 ``ld.shared``), mask, row max with the ``t ^ 64``
+  partner (``rowwise_max_buf``), lazy rescale, exp2, S write (4 ``st.shared``), O rescale, epilogue;
+* ``mma`` -- warp 4, one elected thread: Q TMA, Q ``tcgen05.cp``, per block 18/16 + 8 ``tcgen05.mma.ws``, commits;
+* ``raw`` -- warp 5, elected: 16 TMA gather4 of fp8 NoPE rows per block (coordinates read from ``tma_coord``);
+* ``rope`` -- warp 6, elected: 32 (V32) / 16 (MODEL1) gather4 of bf16 RoPE rows per block;
+* ``index`` -- warp 7 (32 threads): indices -> TMA coordinates, scales, valid bits;
+* ``dequant`` -- warps 8-11 (WG2): fp8 -> bf16 x scale into the SW128 K tiles.
+
+Ring state (§5.2): block i uses KV buffer ``b = i % 2`` with phase ``(i // 2) % 2`` and index buffer
+``ib = i % 4`` with phase ``(i // 4) % 2``; one request starts every ring at 0 and the per-request
+barriers at parity 0.
+
+Modelling decisions (each a simplification of this simulator, not of the kernel):
+
+* **Setup** (§6.1: mbarrier init, ``tcgen05.alloc`` of 512 columns, the CTA barrier) runs before the
+  roles start (:func:`setup_records`, executed on warp 0 by the replay); the final ``everyone_sync``
+  and ``tcgen05.dealloc`` after them (one request: nothing follows).
+* **Warp-dependent addresses** of WG0 (exchange slot ``w ^ 2``, S rows, O staging, ``rowwise_max_buf``)
+  use ``warp_offsets``; the exchange's pair barriers use ``bar.sync`` ``warp_ids`` (ids 10/11).
+* **The conditional O rescale** (§6.3 step 10) is a warp-uniform branch on data. A Program is a static
+  record list, so the builder is told which blocks take it (``rescale``): the replay computes them
+  first from the reference P (the same ``tensor_core_mma`` chains the P check uses, bit-exact with the
+  kernel's P) and the softmax effect re-derives the decision at run time from its own registers and
+  refuses a mismatch (a block needing a rescale without the records). The records are present for all
+  four warps of WG0 when any warp rescales; a warp whose own decision is "no" multiplies by 1.0 (exact).
+* **The epilogue's TMA stores** are issued by every warp of WG0 (a Role's records are the same for its
+  warps; the kernel's elected lanes of warps 0 and 1 issue one each): per-thread counts are the kernel's
+  8 per request; the engine's TMA unit sees each store from 4 warps (epilogue only).
+* **CUDA-core work** is :class:`~simtc.isa.CudaCoreBlock` records whose counts are the SASS counts of
+  §10 (per thread per block); where §10 gives only a role's total, the unlisted remainder is class
+  ``"other"`` [sass totals; class split inferred]. Their numpy effects live in
+  :mod:`simtc.kernels.flashmla.effects`.
+
+>>> p = head64_program("v32", 2)
+>>> c = per_block_counts("v32")
+>>> c["mma"]["tcgen05.mma.ws"], c["mma"]["tcgen05.commit"], c["raw"]["cp.async.bulk.tensor"]
+(26, 2, 16)
+>>> sorted(r.name for r in p.roles)
+['dequant', 'index', 'mma', 'raw', 'rope', 'softmax']
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Sequence
+
+from simtc.errors import SimtcError
+from simtc.isa.cuda_core import CudaCoreBlock
+from simtc.isa.idesc import InstrDescriptor
+from simtc.isa.mbarrier import MbarrierArrive, MbarrierArriveExpectTx, MbarrierTryWait
+from simtc.isa.program import Barrier, Program, Role
+from simtc.isa.shared import LdShared, StShared
+from simtc.isa.sync import BarSync, FenceProxyAsync
+from simtc.isa.tcgen05 import (
+    Alloc,
+    Commit,
+    Cp,
+    FenceAfterThreadSync,
+    FenceBeforeThreadSync,
+    Ld,
+    Mma,
+    RelinquishAllocPermit,
+    St,
+    WaitLd,
+    WaitSt,
+)
+from simtc.isa.tma import BulkCommitGroup, BulkWaitGroupRead, CpAsyncBulkTensor, CpAsyncBulkTensorStore
+from simtc.kernels.flashmla.constants import B_H, B_TOPK, INSTR_K, O_COLUMN, P_COLUMN, Q_COLUMN, QK_IDESC, TMEM_COLUMNS
+from simtc.kernels.flashmla.models import NAMED_BARRIERS, Head64Model, model
+from simtc.kernels.flashmla.plan import NOPE_TILE, NOPE_VIEW, ROPE_VIEW
+from simtc.smem.desc import SmemDescriptor
+from simtc.smem.layout import CanonicalLayout
+
+__all__ = ["MUTATIONS", "PV_IDESC", "ROLE_WARPS", "S_LAYOUT", "head64_program", "mutate", "per_block_counts",
+           "role_counts", "setup_records"]
+
+ROLE_WARPS = {"softmax": (0, 1, 2, 3), "mma": (4,), "raw": (5,), "rope": (6,), "index": (7,),
+              "dequant": (8, 9, 10, 11)}
+"""Warps of each role (flashmla_head64.md §2) [kernel]."""
+_ELECTED = ("mma", "raw", "rope")
+
+PV_IDESC = InstrDescriptor(kind="f16", m=B_H, n=256, a_format="bf16", b_format="bf16", b_major="MN")
+"""The PV MMA: M=64, N=256, bf16, B (V) MN-major: ``0x04410490`` (flashmla_head64.md §7) [kernel] [sass]."""
+S_LAYOUT = CanonicalLayout("bf16", "K", "INTERLEAVE", B_H, B_TOPK)
+"""S: Sw<0,4,3> o ((8,8),(8,8)):((8,64),(1,512)) -- K-major interleave, LBO 1,024 B, SBO 128 B (§4, §7)."""
+_COLS_PER_K = INSTR_K // 2
+_WG0, _PAIR, _ALL = NAMED_BARRIERS["wg0_sync"], NAMED_BARRIERS["wg0_warp02_sync"], NAMED_BARRIERS["everyone_sync"]
+
+# ---- CUDA-core SASS counts per thread per block (flashmla_head64.md §10) [sass]; "other" = the remainder
+# of the role's approximate total that §10 does not break down [inferred]
+_DEQUANT_V32 = (("F2FP.F16.E4M3.UNPACK_B", 128), ("HADD2.F32", 251), ("F2FP.BF16.F32.PACK_AB", 124),
+                ("HMUL2.BF16_V2", 125), ("LDS.64", 32), ("STS.128", 32), ("other", 137))  # total 829
+
+
+def _dequant_counts(m: Head64Model) -> tuple[tuple[str, int], ...]:
+    if m.v32:
+        return _DEQUANT_V32
+    tiles = m.d_nope // 64  # MODEL1: 28 chunks instead of 32; §10 lists 28 + 28 LDS/STS, the rest scaled [inferred]
+    return tuple((c, n * tiles // 8 if c not in ("LDS.64", "STS.128") else 4 * tiles) for c, n in _DEQUANT_V32)
+
+
+def _softmax_counts() -> dict[str, tuple[tuple[str, int], ...]]:
+    """WG0 per thread per block: ~384 SASS incl. 128 FMUL2 of the conditional rescale (§10) [sass]; the
+    records carry 2 LDTM, 13 STS, 9 LDS, 3 BAR; MUFU.EX2 32 (+1 when rescaling), 16 FADD2 of the exchange."""
+    return {
+        "reduce": (("FADD2", 16), ("LDS.32", 1), ("FSEL", 32), ("FMNMX", 32), ("FMUL", 1)),
+        "exp": (("FMNMX", 2), ("VOTE.ANY", 1), ("MUFU.EX2", 32), ("FFMA2", 16), ("FADD2", 16),
+                ("F2FP.BF16.F32.PACK_AB", 16), ("FFMA", 1), ("other", 62)),
+        "rescale_exp": (("MUFU.EX2", 1), ("FADD", 1)),
+        "o_rescale": (("FMUL2", 32),),
+    }
+
+
+_PRODUCER_TOTAL = {"raw": 150, "rope_v32": 250, "rope_model1": 170, "index": 244}
+"""Approximate SASS per block: raw ~150, RoPE ~250 (V32), index ~244 (§10) [sass]; MODEL1 RoPE [inferred]."""
+
+
+def _other(total: int, explicit: int) -> tuple[tuple[str, int], ...]:
+    return (("other", max(total - explicit, 0)),)
+
+
+def setup_records(m: str | Head64Model = "v32") -> tuple:
+    """Warp 0's setup (§6.1) run before the roles: ``tcgen05.alloc`` of all 512 columns, relinquish."""
+    m = model(m)
+    return (Alloc(TMEM_COLUMNS, m.smem["tmem_start_addr"].offset, label="TMEM: all 512 columns"),
+            RelinquishAllocPermit())
+
+
+def _ring(i: int) -> tuple[int, int, int, int]:
+    return i % 2, (i // 2) % 2, i % 4, (i // 4) % 2
+
+
+# ---- MMA issuer -------------------------------------------------------------------------------------------
+def _q_loads(m: Head64Model) -> list:
+    q = m.smem["q"].offset
+    out = [CpAsyncBulkTensor(q + 8192 * t, 8192, "q_tma", tensor="q_sw128", coords=(8192 * t,),
+                             label=f"Q tile {t} (64x64 bf16 SW128)") for t in range(8)]
+    if m.v32:
+        out.append(CpAsyncBulkTensor(m.smem["q_sw64"].offset, 8192, "q_tma", tensor="q_sw64", coords=(0,),
+                                     label="Q RoPE (5-D box {32, 64, 2}, SW64)"))
+    return out
+
+
+def _q_copies(m: Head64Model) -> list[Cp]:
+    q0, pair = m.smem["q"].offset, NOPE_VIEW.nbytes
+    out = [Cp(Q_COLUMN + _COLS_PER_K * (4 * t + s), NOPE_VIEW.descriptor(start=q0 + pair * t, k_slice=s),
+              label=f"cp Q t={t} s={s}") for t in range(4) for s in range(4)]
+    if m.v32:
+        r0 = m.smem["q_sw64"].offset
+        out += [Cp(Q_COLUMN + 128 + _COLS_PER_K * s, ROPE_VIEW.descriptor(start=r0, k_slice=s),
+                   label=f"cp Q RoPE s={s}") for s in range(2)]
+    return out
+
+
+def _qk_mmas(m: Head64Model, b: int) -> list[Mma]:
+    nope0 = m.smem[f"dequant{b}.nope"].offset
+    out = []
+    if m.v32:
+        rope0 = m.smem[f"dequant{b}.rope"].offset
+        out += [Mma(P_COLUMN, Q_COLUMN + 128 + _COLS_PER_K * k, ROPE_VIEW.descriptor(start=rope0, k_slice=k),
+                    QK_IDESC, enable_input_d=k > 0, ws=True, label=f"QK RoPE k={k}") for k in range(2)]
+    for k in range(16):
+        desc = NOPE_VIEW.descriptor(start=nope0 + NOPE_VIEW.nbytes * (k // 4), k_slice=k % 4)
+        out.append(Mma(P_COLUMN, Q_COLUMN + _COLS_PER_K * k, desc, QK_IDESC, enable_input_d=m.v32 or k > 0, ws=True,
+                       label=f"QK k={k}"))
+    return out
+
+
+def _pv_mmas(m: Head64Model, b: int, first: bool) -> list[Mma]:
+    s0, v0 = m.smem["s"].offset, m.smem[f"dequant{b}.nope"].offset
+    out = []
+    for k in range(4):
+        for n in range(2):
+            a = S_LAYOUT.descriptor(start=s0, k_slice=k)
+            bd = SmemDescriptor(start=v0 + 2048 * k + 32768 * n, lbo=8192, sbo=1024, layout_type="SW128")
+            out.append(Mma(O_COLUMN + 128 * n, a, bd, PV_IDESC, enable_input_d=not (first and k == 0), ws=True,
+                           label=f"PV k={k} n={n}"))
+    return out
+
+
+def _mma_role(m: Head64Model, blocks: int) -> list:
+    rec: list = [*_q_loads(m), MbarrierArriveExpectTx("q_tma", m.q_tma_bytes), MbarrierTryWait("q_tma", 0),
+                 FenceAfterThreadSync(), *_q_copies(m), Commit("q_utccp", label="Q copies done"),
+                 MbarrierTryWait("q_utccp", 0), FenceAfterThreadSync()]
+    for i in range(blocks):
+        b, ph, _, _ = _ring(i)
+        qk = _qk_mmas(m, b)
+        if m.v32:
+            rec += [MbarrierTryWait(f"rope_ready[{b}]", ph), FenceAfterThreadSync(), *qk[:2],
+                    MbarrierTryWait(f"nope_ready[{b}]", ph), FenceAfterThreadSync(), *qk[2:]]
+        else:
+            rec += [MbarrierTryWait(f"rope_ready[{b}]", ph), MbarrierTryWait(f"nope_ready[{b}]", ph),
+                    FenceAfterThreadSync(), *qk]
+        rec += [Commit(f"qk_done[{b}]", label=f"QK done, block {i}"), MbarrierTryWait(f"so_ready[{b}]", ph),
+                FenceAfterThreadSync(), *_pv_mmas(m, b, i == 0), Commit(f"sv_done[{b}]", label=f"PV done, block {i}")]
+    return rec
+
+
+# ---- producers --------------------------------------------------------------------------------------------
+def _raw_role(m: Head64Model, blocks: int) -> list:
+    rec: list = [MbarrierTryWait("q_utccp", 0), MbarrierTryWait("last_store_done", 0)]
+    coord0 = m.smem["tma_coord"].offset
+    for i in range(blocks):
+        b, ph, ib, iph = _ring(i)
+        raw = m.smem[f"raw_nope{b}"].offset
+        rec += [MbarrierTryWait(f"valid_coord_scale_ready[{ib}]", iph), MbarrierTryWait(f"raw_free[{b}]", ph ^ 1)]
+        for j in range(m.nope_gathers):
+            reg = f"coord{b}.{j}"  # one register per gather and buffer: TMA reads it when the copy runs
+            rec += [LdShared(coord0 + 256 * ib + 16 * j, 16, reg, threads=1),
+                    CpAsyncBulkTensor(raw + m.d_nope * 4 * j, 4 * m.d_nope, f"raw_ready[{b}]", mode="gather4",
+                                      tensor="kv_nope", coords=(0,), rows=4, coord_reg=reg)]
+        explicit = 2 * m.nope_gathers + 4
+        rec += [MbarrierArriveExpectTx(f"raw_ready[{b}]", B_TOPK * m.d_nope),
+                MbarrierArrive(f"valid_coord_scale_free[{ib}]"),
+                CudaCoreBlock("raw producer loop", _other(_PRODUCER_TOTAL["raw"], explicit))]
+    return rec
+
+
+def _rope_role(m: Head64Model, blocks: int) -> list:
+    rec: list = [MbarrierTryWait("q_utccp", 0), MbarrierTryWait("last_store_done", 0)]
+    coord0 = m.smem["tma_coord"].offset
+    row_elems = {"SW64": 32, "SW128": 64}[m.rope_swizzle]
+    per_row = m.d_rope // row_elems
+    for i in range(blocks):
+        b, ph, ib, iph = _ring(i)
+        rope = m.smem[f"dequant{b}.rope"].offset
+        free = f"qk_done[{b}]" if m.v32 else f"sv_done[{b}]"
+        rec += [MbarrierTryWait(f"valid_coord_scale_ready[{ib}]", iph), MbarrierTryWait(free, ph ^ 1)]
+        for j in range(B_TOPK // 4):
+            reg = f"coord{b}.{j}"
+            rec.append(LdShared(coord0 + 256 * ib + 16 * j, 16, reg, threads=1))
+            rec += [CpAsyncBulkTensor(rope + 4 * j * 2 * row_elems + t * B_TOPK * 2 * row_elems, 4 * 2 * row_elems,
+                                      f"rope_ready[{b}]", mode="gather4", tensor="kv_rope", coords=(row_elems * t,),
+                                      rows=4, coord_reg=reg, swizzle=m.rope_swizzle) for t in range(per_row)]
+        explicit = B_TOPK // 4 * (1 + per_row) + 4
+        total = _PRODUCER_TOTAL["rope_v32" if m.v32 else "rope_model1"]
+        rec += [MbarrierArriveExpectTx(f"rope_ready[{b}]", B_TOPK * m.d_rope * 2),
+                MbarrierArrive(f"valid_coord_scale_free[{ib}]"),
+                CudaCoreBlock("rope producer loop", _other(total, explicit))]
+    return rec
+
+
+def _index_role(m: Head64Model, blocks: int) -> list:
+    rec: list = []
+    for i in range(blocks):
+        _, _, ib, iph = _ring(i)
+        valid = m.smem["is_token_valid"].offset + 8 * ib
+        rec += [CudaCoreBlock("index load", (("LDG.E.64", 1), ("IMAD", 2)), effect="fmla.index_load",
+                              regs_written=("idx",)),
+                MbarrierTryWait(f"valid_coord_scale_free[{ib}]", iph ^ 1),
+                CudaCoreBlock("index transform", (("LDG.E.128" if m.v32 else "LDG.E.64", 2), ("SHFL.BFLY", 2),
+                                                  ("STS.U8", 1), ("other", 233)),
+                              effect="fmla.index_transform", regs_read=("idx",), regs_written=("coords", "scales"),
+                              smem_writes=((valid, valid + 8),)),
+                StShared(m.smem["tma_coord"].offset + 256 * ib, 8, "coords"),
+                StShared(m.smem["scales"].offset + ib * B_TOPK * m.num_scales, 2 * m.num_scales, "scales"),
+                MbarrierArrive(f"valid_coord_scale_ready[{ib}]")]
+    return rec
+
+
+def _dequant_role(m: Head64Model, blocks: int) -> list:
+    rec: list = [MbarrierTryWait("q_utccp", 0)]
+    for i in range(blocks):
+        b, ph, ib, iph = _ring(i)
+        raw, nope = m.smem[f"raw_nope{b}"], m.smem[f"dequant{b}.nope"]
+        sc = m.smem["scales"].offset + ib * B_TOPK * m.num_scales
+        rec += [MbarrierTryWait(f"valid_coord_scale_ready[{ib}]", iph), MbarrierTryWait(f"raw_ready[{b}]", ph),
+                MbarrierTryWait(f"sv_done[{b}]", ph ^ 1),
+                CudaCoreBlock("dequant", _dequant_counts(m), effect="fmla.dequant",
+                              smem_reads=((raw.offset, raw.end), (sc, sc + B_TOPK * m.num_scales)),
+                              smem_writes=((nope.offset, nope.end),)),
+                FenceProxyAsync(), MbarrierArrive(f"nope_ready[{b}]"), MbarrierArrive(f"raw_free[{b}]"),
+                MbarrierArrive(f"valid_coord_scale_free[{ib}]")]
+    return rec
+
+
+# ---- softmax warpgroup ------------------------------------------------------------------------------------
+_SLOT = 4096  # one exchange slot: 256 entries x 16 B
+
+
+def _softmax_role(m: Head64Model, blocks: int, rescale: Sequence[bool]) -> list:
+    pex, s0 = m.smem["p_exchange_buf"].offset, m.smem["s"].offset
+    rmax = m.smem["rowwise_max_buf"].offset
+    counts = _softmax_counts()
+    own = (0, 128, 256, 384)  # rowwise_max_buf[t]: 4 B per thread, warp w starts at thread 32w
+    peer = (256, 384, 0, 128)  # rowwise_max_buf[t ^ 64]
+    rec: list = [BulkWaitGroupRead(0, label="tma_store_wait<0>"), MbarrierArrive("last_store_done"),
+                 CudaCoreBlock("softmax init", (("MOV", 3),), effect="fmla.softmax_init", regs_written=("state",))]
+    for i in range(blocks):
+        b, ph, ib, iph = _ring(i)
+        valid = m.smem["is_token_valid"].offset + 8 * ib
+        exp_effect = "fmla.exp.first" if i == 0 else ("fmla.exp.rescale" if rescale[i] else "fmla.exp")
+        rec += [BarSync(*_WG0, label="exchange and row-max buffers free"),
+                MbarrierTryWait(f"valid_coord_scale_ready[{ib}]", iph), MbarrierTryWait(f"qk_done[{b}]", ph),
+                FenceAfterThreadSync(),
+                Ld(P_COLUMN, "32x32b", 32, "p_c0", label="P columns 400-431"),
+                Ld(P_COLUMN + 32, "32x32b", 32, "p_c1", label="P columns 432-463"),
+                WaitLd(), FenceBeforeThreadSync(),
+                CudaCoreBlock("p own/peer", (), effect="fmla.p_select", regs_read=("p_c0", "p_c1"),
+                              regs_written=("p", *(f"pex{j}" for j in range(8))))]
+        rec += [StShared(pex + 512 * j, 16, f"pex{j}", warp_offsets=(2 * _SLOT, 3 * _SLOT, 0, _SLOT),
+                         label=f"p_peer[{4 * j}:{4 * j + 4}] -> slot w^2") for j in range(8)]
+        rec.append(BarSync(_PAIR[0], _PAIR[1], warp_ids=(_PAIR[0], _PAIR[0] + 1, _PAIR[0], _PAIR[0] + 1),
+                           label="pair barrier (warps 0+2 / 1+3)"))
+        rec += [LdShared(pex + 512 * j, 16, f"pin{j}", warp_offsets=(0, _SLOT, 2 * _SLOT, 3 * _SLOT),
+                         label=f"slot w[{4 * j}:{4 * j + 4}]") for j in range(8)]
+        rec += [CudaCoreBlock("add, mask, row max", counts["reduce"], effect="fmla.reduce",
+                              regs_read=("p", *(f"pin{j}" for j in range(8))), regs_written=("p", "cur"),
+                              smem_reads=((valid, valid + 8),)),
+                StShared(rmax, 4, "cur", warp_offsets=own),
+                BarSync(*_WG0, label="row max written"),
+                MbarrierArrive(f"valid_coord_scale_free[{ib}]"),
+                LdShared(rmax, 4, "cur_peer", warp_offsets=peer),
+                CudaCoreBlock("lazy rescale, exp2, li", counts["exp"] + (counts["rescale_exp"] if rescale[i] else ()),
+                              effect=exp_effect, regs_read=("p", "cur", "cur_peer", "state"),
+                              regs_written=("state", "s0", "s1", "s2", "s3"))]
+        rec += [StShared(s0 + 1024 * j, 16, f"s{j}", warp_offsets=(0, 512, 4096, 4608), label=f"S chunk {j}")
+                for j in range(4)]
+        if rescale[i]:
+            rec.append(FenceAfterThreadSync())
+            for c in range(4):
+                rec += [Ld(O_COLUMN + 64 * c, "32x32b", 64, "o", label=f"O chunk {c}"), WaitLd(),
+                        CudaCoreBlock("O x scale_for_old", counts["o_rescale"], effect="fmla.o_rescale",
+                                      regs_read=("o", "state"), regs_written=("o",)),
+                        St(O_COLUMN + 64 * c, "32x32b", 64, "o"), WaitSt()]
+            rec.append(FenceBeforeThreadSync())
+        rec += [FenceProxyAsync(), MbarrierArrive(f"so_ready[{b}]")]
+    b, ph, _, _ = _ring(blocks - 1)
+    rec += [CudaCoreBlock("li final", (("FSETP", 1), ("FSEL", 2)), effect="fmla.li_final", regs_read=("state",),
+                          regs_written=("li",)),
+            StShared(rmax, 4, "li", warp_offsets=own), BarSync(*_WG0, label="li written"),
+            LdShared(rmax, 4, "li_peer", warp_offsets=peer),
+            CudaCoreBlock("LSE", (("FADD", 1), ("MUFU.LG2", 1), ("FFMA", 1), ("STG.E", 1), ("MUFU.EX2", 1),
+                                  ("MUFU.RCP", 1)), effect="fmla.lse", regs_read=("li", "li_peer", "state"),
+                          regs_written=("state",)),
+            MbarrierTryWait(f"sv_done[{b}]", ph), FenceAfterThreadSync()]
+    obuf = m.smem["o_buf"].offset
+    lane = [NOPE_TILE.offset(lane_i, 0) for lane_i in range(32)]  # SW128 row offsets of rows 0-31 (chunk 0)
+    for c in range(4):
+        col_base = (256 if c >= 2 else 0) + 64 * (c % 2)
+        rec += [Ld(O_COLUMN + 64 * c, "32x32b", 64, "o", label=f"O chunk {c}"), WaitLd(),
+                CudaCoreBlock("O x o_scale -> bf16", (("FMUL2", 32), ("F2FP.BF16.F32.PACK_AB", 32)),
+                              effect="fmla.o_out", regs_read=("o", "state"),
+                              regs_written=tuple(f"ob{j}" for j in range(8)))]
+        tile = obuf + 8192 * (col_base // 64)
+        for j in range(8):
+            offs = tuple(int(NOPE_TILE.offset(li, 8 * j)) - int(lane[0]) for li in range(32))
+            rec.append(StShared(tile, 16, f"ob{j}", offsets=offs, warp_offsets=(0, 4096, 16384, 20480),
+                                label=f"O chunk {c} dims +{8 * j}"))
+        rec += [FenceProxyAsync(), BarSync(*_WG0, label="O chunk staged"),
+                CpAsyncBulkTensorStore(tile, 8192, tensor="o", coords=(8192 * (col_base // 64),),
+                                       label=f"O tile {col_base // 64} (warp 0's store)"),
+                CpAsyncBulkTensorStore(tile + 16384, 8192, tensor="o", coords=(8192 * (col_base // 64 + 2),),
+                                       label=f"O tile {col_base // 64 + 2} (warp 1's store)")]
+    rec.append(BulkCommitGroup())
+    return rec
+
+
+# ---- the Program ------------------------------------------------------------------------------------------
+def _barriers(m: Head64Model) -> tuple[Barrier, ...]:
+    out = [Barrier(n, "mbarrier", count, addr=addr) for n, (addr, count) in m.mbarriers.items()]
+    out += [Barrier(n, "named", threads, id=i) for n, (i, threads) in NAMED_BARRIERS.items()]
+    return tuple(out)
+
+
+@functools.lru_cache(maxsize=32)
+def _build(name: str, blocks: int, rescale: tuple[bool, ...]) -> Program:
+    m = model(name)
+    roles = (
+        Role("softmax", ROLE_WARPS["softmax"], tuple(_softmax_role(m, blocks, rescale))),
+        Role("mma", ROLE_WARPS["mma"], tuple(_mma_role(m, blocks)), threads=1),
+        Role("raw", ROLE_WARPS["raw"], tuple(_raw_role(m, blocks)), threads=1),
+        Role("rope", ROLE_WARPS["rope"], tuple(_rope_role(m, blocks)), threads=1),
+        Role("index", ROLE_WARPS["index"], tuple(_index_role(m, blocks))),
+        Role("dequant", ROLE_WARPS["dequant"], tuple(_dequant_role(m, blocks))),
+    )
+    return Program(f"flashmla-head64-{m.name}", roles, barriers=_barriers(m),
+                   description=f"FlashMLA SM100 sparse-decode head64 ({m.name.upper()}): six roles, one request of "
+                               f"{blocks} top-k blocks of {B_TOPK} tokens",
+                   meta=(("kernel", f"FlashMLA SM100 sparse decode head64 {m.name}"), ("blocks", blocks),
+                         ("rescale_blocks", ",".join(str(i) for i, r in enumerate(rescale) if r)),
+                         ("source", "flashmla_head64.md §5, §6, §7, §10")))
+
+
+def head64_program(model_name: str | Head64Model = "v32", blocks: int = 1,
+                   rescale: Sequence[bool] | None = None) -> Program:
+    """The whole kernel for one request of ``blocks`` top-k blocks (a frozen, cached value).
+
+    ``rescale[i]``: block i takes the lazy O rescale (§6.3 step 10; never block 0). Default: no block
+    (the replay derives it from the data, :func:`simtc.kernels.flashmla.replay.rescale_blocks`).
+    """
+    m = model(model_name)
+    if isinstance(blocks, bool) or not isinstance(blocks, int) or blocks < 1:
+        raise SimtcError(f"blocks = {blocks!r}: a request has at least one block of {B_TOPK} tokens",
+                         rule="head64 requests have 1 or more top-k blocks")
+    r = tuple(bool(x) for x in (rescale if rescale is not None else [False] * blocks))
+    if len(r) != blocks or (blocks and r[0]):
+        raise SimtcError(f"rescale flags {r}: one per block, and block 0 never rescales O",
+                         rule="O is rescaled only after the request's first block (kernel.cuh)")
+    return _build(m.name, blocks, r)
+
+
+def role_counts(program: Program) -> dict[str, dict[str, int]]:
+    """Per role, what one thread (one warp) of it issues: opcode -> number (CUDA-core SASS classes under
+    ``"cuda_core:<class>"``)."""
+    out: dict[str, dict[str, int]] = {}
+    for role in program.roles:
+        c: dict[str, int] = {}
+        for r in role.records:
+            c[r.opcode] = c.get(r.opcode, 0) + 1
+            if isinstance(r, CudaCoreBlock):
+                for cls, n in r.counts:
+                    c[f"cuda_core:{cls}"] = c.get(f"cuda_core:{cls}", 0) + n
+        out[role.name] = c
+    return out
+
+
+def per_block_counts(model_name: str | Head64Model = "v32", rescale: bool = False) -> dict[str, dict[str, int]]:
+    """Per role, one steady-state block's counts: the difference between 3 and 2 blocks (block 2, a middle block)."""
+    m = model(model_name)
+    a = role_counts(head64_program(m, 3, [False, False, rescale]))
+    b = role_counts(head64_program(m, 2))
+    return {r: {k: v - b[r].get(k, 0) for k, v in a[r].items() if v - b[r].get(k, 0)} for r in a}
+
+
+# ---- variants and mutations (the hook the mutation catalogue plugs into) ----------------------------------
+MUTATIONS: dict[str, tuple[str, Callable[[Program], Program]]] = {}
+"""name -> (description, function Program -> Program): seeded bugs for the checker (none registered here)."""
+
+
+def mutate(program: Program, name: str) -> Program:
+    """Apply the registered mutation ``name`` to ``program`` (a new Program; the original is a frozen value)."""
+    try:
+        fn = MUTATIONS[name][1]
+    except KeyError:
+        raise SimtcError(f"unknown mutation {name!r}; known: {', '.join(sorted(MUTATIONS)) or 'none'}",
+                         rule="mutations come from simtc.kernels.flashmla.head64.MUTATIONS") from None
+    return fn(program)

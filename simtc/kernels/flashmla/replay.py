@@ -1,0 +1,357 @@
+"""Replay FlashMLA head64 whole on seeded inputs, and check it (flashmla_head64.md §6, §10, §11).
+
+:func:`make_inputs` builds one request from a seed: Q (bf16, 64 x D_Q), a paged fp8 KV cache with its
+scales and bf16 RoPE part in the kernel's token-record format, top-k indices with invalid (-1) entries
+and a ``topk_length`` that cuts the last block short, and per-head attention sinks. A few tokens of a
+middle block get 2^3 larger scales so that the lazy O rescale (threshold 6.0) actually happens.
+
+:func:`replay` runs :func:`~simtc.kernels.flashmla.head64.head64_program` on the engine
+(:class:`simtc.engine.Engine`, semantics mode: every record acts on shared memory and TMEM through
+:mod:`simtc.semantics`) and checks, into a :class:`Head64Replay`:
+
+* O (bf16) and LSE against a float64 reference attention on the same dequantized inputs;
+* P bit-exact: what the softmax warps' ``tcgen05.ld`` returned equals ``tensor_core_mma`` of each
+  lane half's 18 (16) K=16 steps in the kernel's order (RoPE first);
+* counts per block and role against §10; TMEM columns touched; hazards and deadlock.
+
+Throughput: FLOPs per block (§10) / simulated cycles per block, scaled to a 148-SM B200 at 1.965 GHz.
+The engine has no HBM or L2 model (TMA latency and bandwidth are fixed table values), so this is an
+upper bound for a request whose KV blocks come from HBM: decode attention at this size moves ~41 KiB of
+KV per 8.9 MFLOP block (~217 FLOP/B), about at the B200's compute/HBM balance (~2.2 PFLOP/s dense bf16
+over 8 TB/s = 280 FLOP/B) [inferred], so HBM can bind; FlashMLA publishes "up to 350 TFlops on B200".
+"""
+
+from __future__ import annotations
+
+import math
+import time
+
+import numpy as np
+from attrs import frozen
+
+from simtc.kernels.flashmla import effects as _effects  # noqa: F401  (registers the effects)
+from simtc.kernels.flashmla.constants import B_H, B_TOPK
+from simtc.kernels.flashmla.head64 import head64_program, per_block_counts, role_counts, setup_records
+from simtc.kernels.flashmla.models import Head64Model, model
+from simtc.kernels.flashmla.plan import NOPE_TILE, ROPE_TILE
+from simtc.numerics.dequant import dequant_e4m3, v32_scale_to_ue8m0
+from simtc.numerics.fdpa import tensor_core_mma
+from simtc.numerics.formats import decode_bits, encode_bits
+from simtc.smem.memory import SharedMemory
+
+__all__ = ["B200_CLOCK_GHZ", "B200_SMS", "PUBLISHED_TFLOPS", "Head64Inputs", "Head64Replay", "make_inputs",
+           "reference_p", "replay", "rescale_blocks", "split_dims"]
+
+B200_SMS = 148
+B200_CLOCK_GHZ = 1.965
+"""The B200 the prediction is scaled to: 148 SMs at 1.965 GHz (boost) [assumed, issue 11]."""
+PUBLISHED_TFLOPS = 350
+"""FlashMLA README: sparse decode "up to 350 TFlops on B200" (flashmla_head64.md §15)."""
+PAGE_BLOCK_SIZE = 64
+O_TOL, LSE_TOL = 4e-3, 1e-3
+
+
+def split_dims(m: Head64Model, half: int) -> np.ndarray:
+    """Q/K dims lane half ``half`` multiplies, in k order (§8): V32 RoPE 32|32 first, then the even/odd 64-dim
+    chunks; MODEL1 tiles {0, 2, 4, 6} / {1, 3, 5, 7} (7 = RoPE)."""
+    from simtc.kernels.flashmla.split import split_dims as v32
+
+    if m.v32:
+        return v32(half)
+    return np.concatenate([np.arange(64 * (2 * t + half), 64 * (2 * t + half) + 64) for t in range(4)])
+
+
+@frozen
+class Head64Inputs:
+    """One request's inputs (numpy arrays; eq=False)."""
+
+    model: Head64Model
+    blocks: int
+    seed: int
+    q: np.ndarray  # (64, D_Q) float32, bf16 values
+    kv: np.ndarray  # flat uint8 cache
+    rows_per_page: int
+    num_pages: int
+    indices: np.ndarray  # (64 * blocks,) int32
+    topk_length: int
+    attn_sink: np.ndarray  # (64,) float32
+    sm_scale: float
+    k: np.ndarray  # (64 * blocks, D_Q) float32: the dequantized K of every position (0 where invalid)
+    valid: np.ndarray  # (64 * blocks,) bool
+
+    @property
+    def sm_scale_div_log2(self) -> np.float32:
+        return np.float32(self.sm_scale * math.log2(math.e))
+
+
+def _bf16(x) -> np.ndarray:
+    return decode_bits(encode_bits(np.asarray(x, np.float32), "bf16"), "bf16")
+
+
+def make_inputs(model_name: str | Head64Model = "v32", blocks: int = 4, seed: int = 0) -> Head64Inputs:
+    """A seeded request of ``blocks`` top-k blocks (see the module text)."""
+    m = model(model_name)
+    rng = np.random.default_rng(seed)
+    pbs = PAGE_BLOCK_SIZE
+    num_pages = 2 * blocks + 2
+    rows = pbs if m.v32 else -(-pbs * (m.tma_k_stride + 8) // m.tma_k_stride)  # MODEL1: block stride / 576
+    kv = np.zeros((num_pages * rows, m.tma_k_stride), np.uint8)
+    ntok = num_pages * pbs
+    page, slot = np.arange(ntok) // pbs, np.arange(ntok) % pbs
+    row = page * rows + slot
+    fp8 = encode_bits(rng.normal(size=(ntok, m.d_nope)).astype(np.float32), "e4m3")
+    rope = encode_bits(rng.normal(size=(ntok, m.d_rope)).astype(np.float32), "bf16")
+    ntile = m.d_nope // m.quant_tile
+    exps = rng.integers(-1, 1, size=(ntok, ntile))
+    indices = rng.choice(ntok, size=B_TOPK * blocks, replace=False).astype(np.int32)
+    if blocks >= 2:  # hot tokens: a middle block's first four get 8x larger scales -> the lazy rescale triggers
+        exps[indices[B_TOPK * (blocks // 2):B_TOPK * (blocks // 2) + 4]] += 3
+    kv[row, :m.d_nope] = fp8
+    kv[row, m.rope_offset:m.rope_offset + 2 * m.d_rope] = rope.view(np.uint8).reshape(ntok, -1)
+    flat = kv.reshape(-1)
+    if m.v32:
+        scales = np.exp2(exps).astype(np.float32)  # power-of-two fp32 scales: exact through e8m0
+        kv[row, m.d_nope:m.d_nope + 16] = scales.view(np.uint8).reshape(ntok, 16)
+        codes = v32_scale_to_ue8m0(scales)
+    else:
+        codes = np.zeros((ntok, 8), np.uint8)
+        codes[:, :ntile] = 127 + exps
+        at = page * rows * m.tma_k_stride + pbs * m.tma_k_stride + slot * 8
+        flat[at[:, None] + np.arange(8)] = codes
+        codes = codes[:, :ntile]
+    drop = rng.random(indices.size) < 0.06
+    drop[:2] = False
+    indices[drop] = -1
+    topk_length = B_TOPK * blocks - 5
+    valid = (indices >= 0) & (np.arange(indices.size) < topk_length)
+    tok = np.where(valid, indices, 0)
+    k_nope = decode_bits(dequant_e4m3(fp8[tok], np.repeat(codes[tok], m.quant_tile, axis=1)), "bf16")
+    k = np.concatenate([k_nope, decode_bits(rope[tok], "bf16")], axis=1).astype(np.float32)
+    k[~valid] = 0.0
+    q = _bf16(rng.normal(size=(B_H, m.d_q)))
+    sink = rng.normal(size=B_H).astype(np.float32)
+    return Head64Inputs(m, blocks, seed, q, flat, rows, num_pages, indices, topk_length, sink,
+                        1.0 / math.sqrt(m.d_q), k, valid)
+
+
+def reference_p(inp: Head64Inputs) -> np.ndarray:
+    """(blocks, 128, 64) float32: P_lo (rows 0-63) and P_hi (64-127) per block, each half one tensor_core_mma
+    chain of K=16 steps in the kernel's order -- what the tensor core leaves in TMEM columns 400-463."""
+    m = inp.model
+    out = np.empty((inp.blocks, 2 * B_H, B_TOPK), np.float32)
+    for half in (0, 1):
+        d = split_dims(m, half)
+        qh = np.ascontiguousarray(inp.q[:, d])
+        for i in range(inp.blocks):
+            kh = np.ascontiguousarray(inp.k[64 * i:64 * i + 64][:, d])
+            out[i, 64 * half:64 * half + 64] = tensor_core_mma(qh, kh)
+    return out
+
+
+def rescale_blocks(inp: Head64Inputs, p: np.ndarray) -> list[bool]:
+    """Which blocks take the lazy O rescale (§6.3 step 7, 10), from P as the kernel computes it."""
+    scale = inp.sm_scale_div_log2
+    mi = np.full(B_H, np.float32(-1e30), np.float32)
+    out = []
+    for i in range(inp.blocks):
+        full = (p[i, :64] + p[i, 64:]).astype(np.float32)
+        full[:, ~inp.valid[64 * i:64 * i + 64]] = -np.inf
+        cur = (full.max(axis=1) * scale).astype(np.float32)
+        flag = False
+        for g in (slice(0, 32), slice(32, 64)):  # warps 0+2 hold rows 0-31, warps 1+3 rows 32-63
+            with np.errstate(invalid="ignore"):
+                should = bool(np.any(cur[g] - mi[g] > np.float32(6.0)))
+            if should:
+                mi[g] = np.maximum(cur[g], mi[g])
+                flag = flag or i > 0
+        out.append(flag)
+    return out
+
+
+def reference_attention(inp: Head64Inputs) -> tuple[np.ndarray, np.ndarray]:
+    """float64 O (64 x 512) and LSE (64,) on the dequantized inputs, with the attention sink."""
+    q, k = inp.q.astype(np.float64), inp.k.astype(np.float64)
+    s = q @ k.T * inp.sm_scale
+    s[:, ~inp.valid] = -np.inf
+    mx = s.max(axis=1, keepdims=True)
+    e = np.exp(s - mx)
+    den = e.sum(axis=1) + np.exp(inp.attn_sink.astype(np.float64) - mx[:, 0])
+    o = e @ k[:, :512] / den[:, None]
+    return o, mx[:, 0] + np.log(e.sum(axis=1))
+
+
+def load_inputs(cta, inp: Head64Inputs) -> None:
+    """Global tensors and parameters of the request into ``cta.gmem`` (TMA sources are images of their boxes)."""
+    m = inp.model
+    scratch = SharedMemory()
+    for t in range(8):
+        scratch.write_tile(NOPE_TILE, inp.q[:, 64 * t:64 * t + 64], 8192 * t)
+    if m.v32:
+        for h in range(2):
+            scratch.write_tile(ROPE_TILE, inp.q[:, 512 + 32 * h:544 + 32 * h], 65536 + 4096 * h)
+    g = cta.gmem
+    g["q_sw128"] = scratch.data[:65536].copy()
+    g["q_sw64"] = scratch.data[65536:73728].copy()
+    g["indices"] = inp.indices
+    g["kv"] = inp.kv
+    rows = inp.kv.size // m.tma_k_stride
+    g["kv_nope"] = inp.kv.reshape(rows, m.tma_k_stride)
+    g["kv_rope"] = np.ascontiguousarray(g["kv_nope"][:, m.rope_offset:m.rope_offset + 2 * m.d_rope]).view(np.uint16)
+    g["o"] = np.zeros(65536, np.uint8)
+    g["lse"] = np.zeros(B_H, np.float32)
+    g["head64.p_trace"] = np.zeros((inp.blocks, 2 * B_H, B_TOPK), np.float32)
+    for name, v in (("page_block_size", PAGE_BLOCK_SIZE), ("num_pages", inp.num_pages),
+                    ("rows_per_page", inp.rows_per_page), ("tma_k_stride", m.tma_k_stride),
+                    ("topk_length", inp.topk_length), ("num_scales", 4 if m.v32 else 8)):
+        g[f"head64.{name}"] = np.array([v], np.int64)
+    g["head64.sm_scale_div_log2"] = np.array([inp.sm_scale_div_log2], np.float32)
+    g["head64.attn_sink_log2"] = (inp.attn_sink * np.float32(math.log2(math.e))).astype(np.float32)
+
+
+def read_o(o_image: np.ndarray) -> np.ndarray:
+    """O (64 x 512) float32 from the TMA-stored bf16 image (eight SW128 64 x 64 tiles)."""
+    s = SharedMemory()
+    s.data[:65536] = o_image
+    return np.concatenate([s.read_tile(NOPE_TILE, 8192 * t) for t in range(8)], axis=1)
+
+
+@frozen
+class Head64Replay:
+    """The outcome of one replay (see :meth:`to_json` for the keys)."""
+
+    model: str
+    blocks: int
+    seed: int
+    instructions: dict
+    per_block: dict
+    roles: dict
+    cycles: int
+    cycles_per_block: float
+    tmem_columns: int
+    smem_bytes: int
+    o_rel_error: float | None
+    lse_max_abs_error: float | None
+    p_bit_exact: bool | None
+    rescale_blocks: list
+    hazards: list
+    deadlock: dict | None
+    semantics_errors: list
+    events: int
+    per_role: dict
+    critical_path: dict
+    wall_seconds: float
+    tflops_b200: float
+
+    @property
+    def ok(self) -> bool:
+        numerics = self.o_rel_error is None or (self.o_rel_error <= O_TOL and self.lse_max_abs_error <= LSE_TOL
+                                                and self.p_bit_exact)
+        return numerics and not self.hazards and self.deadlock is None and not self.semantics_errors
+
+    def to_json(self) -> dict:
+        return {"model": self.model, "blocks": self.blocks, "seed": self.seed, "instructions": self.instructions,
+                "per_block": self.per_block, "cycles": self.cycles, "cycles_per_block": self.cycles_per_block,
+                "tmem_columns": self.tmem_columns, "smem_bytes": self.smem_bytes, "o_rel_error": self.o_rel_error,
+                "lse_max_abs_error": self.lse_max_abs_error, "p_bit_exact": self.p_bit_exact,
+                "rescale_blocks": self.rescale_blocks, "hazards": self.hazards, "deadlock": self.deadlock,
+                "semantics_errors": self.semantics_errors, "events": self.events, "per_role": self.per_role,
+                "critical_path": self.critical_path, "tflops_b200": self.tflops_b200,
+                "published_tflops_b200": PUBLISHED_TFLOPS, "wall_seconds": self.wall_seconds, "ok": self.ok}
+
+    def summary(self) -> str:
+        lines = [f"FlashMLA head64 {self.model.upper()}: {self.blocks} block(s), seed {self.seed}: "
+                 f"{'OK' if self.ok else 'FAILED'}",
+                 f"  per block: {self.per_block.get('tcgen05.mma.ws', 0)} tcgen05.mma.ws, "
+                 f"{self.per_block.get('tcgen05.commit', 0)} commits, "
+                 f"{self.per_block.get('cp.async.bulk.tensor', 0)} TMA (gather4); per request "
+                 f"{self.instructions.get('tcgen05.cp', 0)} tcgen05.cp",
+                 f"  TMEM columns {self.tmem_columns} of 512; shared memory {self.smem_bytes} B of 232448"]
+        if self.o_rel_error is not None:
+            lines.append(f"  O rel. error {self.o_rel_error:.2e} (<= {O_TOL}), LSE max abs error "
+                         f"{self.lse_max_abs_error:.2e} (<= {LSE_TOL}), P bit-exact {self.p_bit_exact}; "
+                         f"O rescaled in blocks {self.rescale_blocks or 'none'}")
+        lines.append(f"  {self.cycles} cycles, {self.cycles_per_block:.0f} per block -> {self.tflops_b200:.0f} "
+                     f"TFLOP/s on a 148-SM B200 at 1.965 GHz (compute bound: no HBM/L2 model; FlashMLA publishes "
+                     f"up to {PUBLISHED_TFLOPS})")
+        lines.append("  per role busy/waiting cycles: " + ", ".join(
+            f"{r} {v['busy_cycles']}/{v['waiting_cycles']}" for r, v in self.per_role.items()))
+        lines.append(f"  critical path ({sum(self.critical_path.values())} events): " + ", ".join(
+            f"{r} {n}" for r, n in self.critical_path.items()))
+        lines.append(f"  hazards {len(self.hazards)}, deadlock {'yes' if self.deadlock else 'no'}, "
+                     f"{self.events} events, {self.wall_seconds:.2f} s")
+        for h in self.hazards[:5]:
+            lines.append(f"    hazard: {h}")
+        for e in self.semantics_errors[:5]:
+            lines.append(f"    refused: {e}")
+        return "\n".join(lines)
+
+
+def _tmem_columns(program) -> int:
+    cols: set[int] = set()
+    for role in program.roles:
+        for w in role.warps[:1]:
+            for r in role.records:
+                fp = r.footprint(w)
+                for t in (*fp.tmem_reads, *fp.tmem_writes):
+                    cols.update(range(t.col0, t.col0 + t.cols))
+    return len(cols)
+
+
+def _flat_counts(program) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for c in role_counts(program).values():
+        for k, v in c.items():
+            if not k.startswith("cuda_core:"):
+                out[k] = out.get(k, 0) + v
+    return out
+
+
+def replay(model_name: str | Head64Model = "v32", blocks: int = 4, seed: int = 0, *, timing_only: bool = False,
+           check: bool = True) -> Head64Replay:
+    """Replay one request on the engine and check it (numerics skipped with ``timing_only``)."""
+    from simtc.engine import Engine
+    from simtc.semantics import Cta, execute
+
+    m = model(model_name)
+    t0 = time.perf_counter()
+    inp = make_inputs(m, blocks, seed)
+    p_ref = reference_p(inp)
+    resc = rescale_blocks(inp, p_ref)
+    program = head64_program(m, blocks, resc)
+    if timing_only:
+        eng = Engine(program, mode="timing", check=check).run()
+    else:
+        cta = Cta()
+        cta.init_barriers(program)
+        load_inputs(cta, inp)
+        for r in setup_records(m):
+            execute(r, cta, warp=0)
+        eng = Engine(program, mode="semantics", check=check, cta=cta).run()
+    o_err = lse_err = p_exact = None
+    if not timing_only:
+        o = read_o(cta.gmem["o"])
+        o_ref, lse_ref = reference_attention(inp)
+        o_err = float(np.linalg.norm(o - o_ref) / np.linalg.norm(o_ref))
+        lse_err = float(np.abs(cta.gmem["lse"].astype(np.float64) - lse_ref).max())
+        p_exact = bool(np.array_equal(cta.gmem["head64.p_trace"].view(np.uint32), p_ref.view(np.uint32)))
+    phases = [e.cycle for e in eng.trace if e.kind == "phase" and e.detail.startswith("sv_done")]
+    cpb = (phases[-1] - phases[0]) / (len(phases) - 1) if len(phases) >= 2 else float(eng.cycles)
+    flops = 2 * B_H * B_TOPK * (m.d_q + m.d_v)
+    crit: dict[str, int] = {}
+    for i in eng.critical_path():
+        role = eng.trace[i].role or "(barrier)"
+        crit[role] = crit.get(role, 0) + 1
+    per = per_block_counts(m)
+    flat_block: dict[str, int] = {}
+    for c in per.values():
+        for k, v in c.items():
+            if not k.startswith("cuda_core:"):
+                flat_block[k] = flat_block.get(k, 0) + v
+    return Head64Replay(
+        m.name, blocks, seed, _flat_counts(program), flat_block, role_counts(program), eng.cycles, float(cpb),
+        _tmem_columns(program), m.smem.total, o_err, lse_err, p_exact, [i for i, r in enumerate(resc) if r],
+        [h.to_json() for h in eng.hazards], eng.deadlock, list(eng.semantics_errors), len(eng.trace),
+        eng.per_role(), crit, round(time.perf_counter() - t0, 4),
+        flops / (cpb / (B200_CLOCK_GHZ * 1e9)) * B200_SMS / 1e12 if cpb else 0.0)
+
+
