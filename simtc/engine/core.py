@@ -339,8 +339,9 @@ class Engine:
 
     # ------------------------------------------------------------------ compile
     def _compile(self) -> None:
-        rects: dict[tuple, None] = {}
-        ranges: dict[tuple, None] = {}
+        # TMEM rectangles and shared-memory range sets get small int ids: the checker's dicts hash those, not
+        # the tuples (a swizzled descriptor read is one range set of over a hundred ranges)
+        rects, ranges = _Keys(), _Keys()
         cache: dict[tuple, tuple] = {}
         # (id(record), warp or None) -> its compiled op: a record object repeated in a loop compiles once. The
         # Program holds every record for the Engine's life, so ids are stable; None = the same for every warp
@@ -367,8 +368,9 @@ class Engine:
                            for op in first]
                 self.agents.append(_Agent(len(self.agents), role.name, w, per_warp, ops))
         self._alloc_seen = any(op.kind == K_ALLOC for op in memo.values())
-        self._rect_over = _Overlaps(list(rects), _rect_overlap)
-        self._range_over = _SetOverlaps(list(ranges))
+        self._rect_of, self._ranges_of = rects.of, ranges.of
+        self._rect_over = _Interned(rects, _Overlaps(rects.of, _rect_overlap))
+        self._range_over = _Interned(ranges, _SetOverlaps(ranges.of))
 
     def _compile_op(self, rec, index: int, warp: int, cache, rects, ranges) -> _Op:
         cls = type(rec).__name__
@@ -390,21 +392,17 @@ class Engine:
                 fp = rec.footprint((rec.taddr >> 16) // 32)
             # shared memory: one key per record = the tuple of its byte ranges (overlaps between keys are
             # exact and memoised, so a descriptor read of many swizzled pieces costs one lookup)
-            sr = (tuple((r.start, r.stop) for r in fp.smem_reads),) if fp.smem_reads else ()
-            sw = (tuple((r.start, r.stop) for r in fp.smem_writes),) if fp.smem_writes else ()
-            tr = tuple((r.lane0, r.lane0 + r.lanes, r.col0, r.col0 + r.cols) for r in fp.tmem_reads)
-            tw = tuple((r.lane0, r.lane0 + r.lanes, r.col0, r.col0 + r.cols) for r in fp.tmem_writes)
+            sr = (ranges[tuple((r.start, r.stop) for r in fp.smem_reads)],) if fp.smem_reads else ()
+            sw = (ranges[tuple((r.start, r.stop) for r in fp.smem_writes)],) if fp.smem_writes else ()
+            tr = tuple(rects[r.lane0, r.lane0 + r.lanes, r.col0, r.col0 + r.cols] for r in fp.tmem_reads)
+            tw = tuple(rects[r.lane0, r.lane0 + r.lanes, r.col0, r.col0 + r.cols] for r in fp.tmem_writes)
             hit = (sr, sw, tr, tw, tuple(fp.regs_read), tuple(fp.regs_written), fp.proxy == "async",
                    self._costs_of(kind, rec, warp))
             cache[key] = hit
         op.smem_r, op.smem_w, op.tmem_r, op.tmem_w, op.regs_r, op.regs_w, op.proxy_async, (op.occ, op.lat) = hit
-        for r in op.tmem_r + op.tmem_w:
-            rects[r] = None
-        for r in op.smem_r + op.smem_w:
-            ranges[r] = None
         if kind in (K_LD, K_ST):
             lo = 32 * (warp % 4)
-            bad = [r for r in op.tmem_r + op.tmem_w if r[0] < lo or r[1] > lo + 32]
+            bad = [r for r in map(rects.of.__getitem__, op.tmem_r + op.tmem_w) if r[0] < lo or r[1] > lo + 32]
             if bad:
                 op.quad_bad = quad or f"warp {warp} may touch lanes {lo}-{lo + 31}, touches {bad[0][0]}-{bad[0][1] - 1}"
         bar = getattr(rec, "bar", None)
@@ -1064,7 +1062,7 @@ class Engine:
     def _check_tmem_alloc(self, op: _Op, me) -> None:
         if not self._alloc_seen:  # the allocation rules apply to Programs that allocate at all
             return
-        for r in op.tmem_r + op.tmem_w:
+        for r in map(self._rect_of.__getitem__, op.tmem_r + op.tmem_w):
             if not any(s <= r[2] and r[3] <= s + c for s, c in self._tmem_cols.items()):
                 self._hazard("tmem-unallocated-access", None, me,
                              f"columns {r[2]}-{r[3] - 1} outside the live allocations ({self._alloc_text()})")
@@ -1202,9 +1200,9 @@ class Engine:
                       "tmem_path_free_at": self._tmem_free, "smem_port_free_at": self._port_free},
             "tmem_allocations": dict(sorted(self._tmem_cols.items())),
             "tmem_writers": {f"lanes {r[0]}-{r[1] - 1} cols {r[2]}-{r[3] - 1}": self._fmt(o, i)
-                             for r, (_k, _s, o, i) in sorted(self._tmem_w.items())},
-            "smem_writers": {f"[{r[0]}, {r[1]})": self._fmt(o, i)
-                             for r, (_k, _s, o, i) in sorted(self._smem_w.items())},
+                             for r, (_k, _s, o, i) in sorted((self._rect_of[q], w) for q, w in self._tmem_w.items())},
+            "smem_writers": {" ".join(f"[{a}, {b})" for a, b in r): self._fmt(o, i)
+                             for r, (_k, _s, o, i) in sorted((self._ranges_of[q], w) for q, w in self._smem_w.items())},
         }
         if self.cta is not None:
             for name in ("tmem_owner_map", "smem_owner_map"):
@@ -1239,6 +1237,33 @@ def _rect_overlap(a, b) -> bool:
 
 def _range_overlap(a, b) -> bool:
     return a[0] < b[1] and b[0] < a[1]
+
+
+class _Keys(dict):
+    """key -> a small int id, in first-seen order (``of[id]`` gives the key back)."""
+
+    def __init__(self):
+        super().__init__()
+        self.of: list = []
+
+    def __missing__(self, key) -> int:
+        self.of.append(key)
+        i = self[key] = len(self.of) - 1
+        return i
+
+
+class _Interned(dict):
+    """id of a registered key -> the ids of the registered keys overlapping it, in ``over``'s order
+    (``over`` maps a key to its overlapping keys; computed on first use)."""
+
+    def __init__(self, ids: _Keys, over: dict):
+        super().__init__()
+        self._ids, self._over = ids, over
+
+    def __missing__(self, i: int) -> tuple[int, ...]:
+        ids = self._ids
+        res = self[i] = tuple(ids[k] for k in self._over[ids.of[i]])
+        return res
 
 
 class _SetOverlaps(dict):

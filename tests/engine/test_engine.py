@@ -134,6 +134,14 @@ def test_run_until_then_snapshot():
     assert e.finished and e.snapshot()["mbarriers"]["mma_done"]["phase"] == 1
 
 
+def test_snapshot_names_shared_memory_writers_by_byte_range():
+    e = Engine(build("hazard/tma-wrong-parity-fixed")).run()   # three TMA loads: A (2 x 8 KiB) and B (2 KiB)
+    writers = e.snapshot()["smem_writers"]
+    assert writers == {"[0, 8192)": "mma[w4]#3 (cp.async.bulk.tensor)",
+                       "[8192, 16384)": "mma[w4]#4 (cp.async.bulk.tensor)",
+                       "[16384, 18432)": "mma[w4]#5 (cp.async.bulk.tensor)"}
+
+
 def test_summary_and_critical_path():
     e = Engine(build("hazard/missing-before-fence-fixed")).run()
     s = e.summary()
