@@ -11,7 +11,7 @@ import time
 
 import numpy as np
 
-from simtc.kernels.flashmla import TMEM_V32, load_qk, q_copies
+from simtc.kernels.flashmla import P_COLUMN, TMEM_V32, load_qk, q_copies
 from simtc.render import to_svg, to_text
 from simtc.render.tmem import LayoutView, TmemMapView
 from simtc.semantics import Cta, execute
@@ -35,7 +35,7 @@ def flashmla_tmem() -> Cta:
     cta.tmem.alloc(512)
     copy_q(cta)
     for w in range(4):
-        cta.tmem.st((32 * w) << 16 | 400, np.zeros((32, 64), np.uint32), "32x32b", 64, warp=w)
+        cta.tmem.st((32 * w) << 16 | P_COLUMN, np.zeros((32, 64), np.uint32), "32x32b", 64, warp=w)
     return cta
 
 
