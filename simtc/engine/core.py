@@ -72,6 +72,7 @@ _SEM_AT_ARRIVAL = frozenset((K_COMMIT, K_ARRIVE, K_ARRIVE_TX, K_TRY_WAIT, K_BAR_
 TC, LD, ST, GEN, TMA, BULK = "tc", "ld", "st", "gen", "tma", "bulk"
 
 UNITS = ("tensor_pipe", "tma", "tmem_path", "smem_port", "issue")
+_new_event = tuple.__new__  # Event(*fields) without the named tuple's argument-parsing __new__ (the hot loop)
 
 
 def _per_warp(kind: int, rec) -> bool:
@@ -447,7 +448,7 @@ class Engine:
     # ------------------------------------------------------------------ trace and hazards
     def _ev(self, role: str, warp: int, index: int, kind: str, detail: str, dep: int) -> int:
         tr = self.trace
-        tr.append(Event(self.env._now, role, warp, index, kind, detail, dep))
+        tr.append(_new_event(Event, (self.env._now, role, warp, index, kind, detail, dep)))
         return len(tr) - 1
 
     def _hazard(self, rule: str, first, second, message: str) -> None:
@@ -654,17 +655,14 @@ class Engine:
             if free > now:
                 sp_free[sp] = free + cycles
                 busy["issue"] += cycles
-                q = env._queue
-                if self._fast and (not q or q[0][0] > free):
-                    env._now = free
-                else:
+                if not self._advance(free):
                     yield env.timeout(free - now)
                 now = env._now
             else:
                 sp_free[sp] = now + cycles
                 busy["issue"] += cycles
             me = (ag.role, ag.warp, op.index)
-            trace.append(Event(now, ag.role, ag.warp, op.index, "issue", op.name, ag.last_ev))
+            trace.append(_new_event(Event, (now, ag.role, ag.warp, op.index, "issue", op.name, ag.last_ev)))
             ev = ag.last_ev = len(trace) - 1
             if check and op.regs_r and ag.regs_pending:
                 for reg in op.regs_r:
@@ -880,15 +878,21 @@ class Engine:
                 yield from wait
             else:
                 ag.busy += delay
-                q = env._queue
-                if self._fast and (not q or q[0][0] > now + delay):
-                    env._now = now + delay  # nothing else happens before then: advance without an event
-                else:
+                if not self._advance(now + delay):
                     yield env.timeout(delay)
         ag.done = True
         ag.finished_at = env._now
         ag.pc = len(ag.ops)
         ag.last_ev = self._ev(ag.role, ag.warp, -1, "done", "", ag.last_ev)
+
+    def _advance(self, t: int) -> bool:
+        """In ``run()`` to the end: move the clock to cycle ``t`` if no other event is due by then (the
+        same event order as a timeout to ``t``, without the event) and return True; else False."""
+        q = self.env._queue
+        if self._fast and (not q or q[0][0] > t):
+            self.env._now = t
+            return True
+        return False
 
     # scheduled callbacks -------------------------------------------------------------------------
     def _at(self, t: int, fn, *args) -> None:
@@ -941,7 +945,8 @@ class Engine:
 
     def _wait_until(self, ag: _Agent, op: _Op, t: int, what: str):
         self._block(ag, op, what)
-        yield self.env.timeout(t - self.env._now)
+        if not self._advance(t):
+            yield self.env.timeout(t - self.env._now)
         self._unblock(ag, op, self._last_complete_ev(ag, what), 0)
 
     def _last_complete_ev(self, ag: _Agent, what: str) -> int:
@@ -979,7 +984,8 @@ class Engine:
             _join(ag.vc, mb.done_vc)
             _join(ag.pend, mb.done_tc)
         ag.busy += self.costs.wait
-        yield env.timeout(self.costs.wait)
+        if not self._advance(env._now + self.costs.wait):
+            yield env.timeout(self.costs.wait)
 
     def _bar(self, ag: _Agent, op: _Op, sync: bool, ev: int):
         bid, count = op.arg
@@ -1010,7 +1016,8 @@ class Engine:
                 w_evt.succeed(rel)
         if not sync:
             ag.busy += 1
-            yield self.env.timeout(1)
+            if not self._advance(self.env._now + 1):
+                yield self.env.timeout(1)
             return
         if not evt.triggered:
             self._block(ag, op, f"bar {bid} ({count} threads)")
@@ -1019,7 +1026,8 @@ class Engine:
         else:
             yield evt
         ag.busy += self.costs.named_barrier
-        yield self.env.timeout(self.costs.named_barrier)
+        if not self._advance(self.env._now + self.costs.named_barrier):
+            yield self.env.timeout(self.costs.named_barrier)
 
     # TMEM allocation --------------------------------------------------------------------------------
     def _alloc(self, ag: _Agent, op: _Op, kind: int, me) -> None:
