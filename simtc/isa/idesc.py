@@ -38,7 +38,9 @@ from __future__ import annotations
 
 from attrs import field, frozen
 
-from simtc.errors import DescriptorError
+from simtc.errors import DescriptorError, LayoutError
+from simtc.numerics.formats import dtype_name
+from simtc.smem.layout import major
 
 __all__ = ["FORMAT_CODES", "KINDS", "InstrDescriptor"]
 
@@ -57,19 +59,15 @@ _MN_MAJOR_OK = {"fp16", "bf16", "tf32", "e4m3", "e5m2", "u8", "s8"}
 _SHIFTS = {0: 0, 1: 8, 2: 16, 3: 32}
 _PTX_NAME = {"fp16": "F16", "fp32": "F32", "s32": "S32", "bf16": "BF16", "tf32": "TF32", "e4m3": "E4M3",
              "e5m2": "E5M2", "e2m3": "E2M3", "e3m2": "E3M2", "e2m1": "E2M1", "u8": "U8", "s8": "S8"}
-_NAMES = {"f16": "fp16", "half": "fp16", "f32": "fp32", "float32": "fp32", "bfloat16": "bf16"}
-
-
 def _fmt(v: str) -> str:
-    v = str(v).lower()
-    return _NAMES.get(v, v)
+    return dtype_name(v)
 
 
 def _major(v) -> str:
-    s = str(getattr(v, "value", v)).upper()
-    if s in ("K", "MN", "M", "N"):
-        return "K" if s == "K" else "MN"
-    raise DescriptorError(f"major must be K or MN, got {v!r}", rule="transpose bits", ref=_REF)
+    try:
+        return major(getattr(v, "value", v)).value
+    except LayoutError:
+        raise DescriptorError(f"major must be K or MN, got {v!r}", rule="transpose bits", ref=_REF) from None
 
 
 @frozen

@@ -18,7 +18,7 @@ from attrs import frozen
 
 from simtc.errors import DtypeError
 
-__all__ = ["DTYPES", "DtypeInfo", "decode_bits", "dtype_info", "encode_bits"]
+__all__ = ["DTYPES", "DtypeInfo", "decode_bits", "dtype_info", "dtype_name", "encode_bits"]
 
 
 @frozen
@@ -53,6 +53,20 @@ _ALIASES = {"e8m0": "ue8m0", "float_e5m2": "e5m2", "f16": "fp16", "half": "fp16"
             "bfloat16": "bf16", "f32": "fp32", "float32": "fp32", "float_e4m3": "e4m3", "fp8": "e4m3", "e4m3fn": "e4m3"}
 
 
+def dtype_name(dtype) -> str:
+    """The canonical name of an element type or alias (``"bfloat16"`` -> ``"bf16"``); unknown names pass through.
+
+    The one alias table of simtc (:func:`dtype_info` and the instruction descriptor both use it).
+
+    >>> dtype_name("Half"), dtype_name("e8m0"), dtype_name("s8")
+    ('fp16', 'ue8m0', 's8')
+    """
+    if isinstance(dtype, DtypeInfo):
+        return dtype.name
+    v = str(dtype).lower()
+    return _ALIASES.get(v, v)
+
+
 def dtype_info(dtype: str | DtypeInfo) -> DtypeInfo:
     """Look up an element type by name (``"bf16"``, ``"fp16"``, ``"e4m3"``, ``"tf32"``, ``"fp32"``).
 
@@ -61,9 +75,8 @@ def dtype_info(dtype: str | DtypeInfo) -> DtypeInfo:
     """
     if isinstance(dtype, DtypeInfo):
         return dtype
-    key = _ALIASES.get(str(dtype).lower(), str(dtype).lower())
     try:
-        return DTYPES[key]
+        return DTYPES[dtype_name(dtype)]
     except KeyError:
         raise DtypeError(
             f"unknown element type {dtype!r}; known: {', '.join(DTYPES)}",

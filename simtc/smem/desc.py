@@ -29,10 +29,10 @@ from __future__ import annotations
 import attrs
 from attrs import field, frozen
 
-from simtc.errors import DescriptorError
+from simtc.errors import DescriptorError, SimtcError
 from simtc.smem.swizzle import SwizzleMode, swizzle_mode
 
-__all__ = ["ARCHS", "SmemDescriptor"]
+__all__ = ["ARCHS", "SmemDescriptor", "arch_name"]
 
 ARCHS = ("sm100", "sm90")
 _REF100 = "PTX ISA 9.0 §9.7.16.4.1 Table 40"
@@ -40,13 +40,19 @@ _REF90 = "PTX ISA 9.0 §9.7.15.5.1.2.2"
 _MAX_ADDR = 1 << 18  # the 14-bit field holds bytes >> 4 of an 18-bit byte value
 
 
-def _arch(value: str) -> str:
+def arch_name(value, error: type[SimtcError] = DescriptorError) -> str:
+    """The one parser of architecture names: ``"sm100"`` (tcgen05, Blackwell) or ``"sm90"`` (wgmma, Hopper).
+
+    >>> arch_name("sm_90a"), arch_name("Blackwell")
+    ('sm90', 'sm100')
+    """
     v = str(value).lower()
     if v in ("sm100", "sm_100", "sm_100a", "sm100a", "tcgen05", "blackwell"):
         return "sm100"
     if v in ("sm90", "sm_90", "sm_90a", "sm90a", "wgmma", "hopper"):
         return "sm90"
-    raise DescriptorError(f"unknown architecture {value!r}; use sm100 or sm90", rule="descriptor formats")
+    raise error(f"unknown architecture {value!r}; use sm100 or sm90",
+                rule="simtc models sm100 (tcgen05) and sm90 (wgmma)")
 
 
 def _ref(arch: str) -> str:
@@ -76,7 +82,7 @@ class SmemDescriptor:
     """Matrix base offset (0-7): the pattern phase when a swizzle atom is not on its boundary."""
     lbo_mode: int = field(default=0)
     """0: LBO is relative; 1: LBO is an absolute address (sm_103a; sm100 only)."""
-    arch: str = field(default="sm100", converter=_arch)
+    arch: str = field(default="sm100", converter=arch_name)
 
     def __attrs_post_init__(self) -> None:
         self.validate()
@@ -165,7 +171,7 @@ class SmemDescriptor:
         simtc.errors.DescriptorError: layout type 7 in bits 61-63 is not defined (legal: 0 none, 1 128B with 32B
         atomicity, 2 128B, 4 64B, 6 32B) [rule: sm100 layout types; PTX ISA 9.0 §9.7.16.4.1 Table 40]
         """
-        arch = _arch(arch)
+        arch = arch_name(arch)
         ref = _ref(arch)
         if isinstance(word, str):
             try:

@@ -31,6 +31,7 @@ import numpy as np
 from attrs import define, field, frozen
 
 from simtc.errors import AllocationError, SmemError
+from simtc.smem.desc import arch_name
 from simtc.smem.image import read_tile, read_tile_bits, write_tile, write_tile_bits
 from simtc.smem.layout import CanonicalLayout
 
@@ -58,10 +59,7 @@ class Buffer:
 
 
 def _arch(a: str) -> str:
-    v = str(a).lower().replace("_", "").rstrip("a")
-    if v not in SMEM_CAPACITY:
-        raise SmemError(f"unknown architecture {a!r}; use sm100 or sm90", rule="supported architectures")
-    return v
+    return arch_name(a, error=SmemError)
 
 
 @define(eq=False)
