@@ -121,11 +121,11 @@ class _Op:
         self.proxy_async = False
         self.per_warp = False
 
-    def at(self, index: int) -> _Op:
-        """The same compiled record at another index of the role (a record object repeated in a loop)."""
+    def at(self, index: int, rec: Any) -> _Op:
+        """This compiled op for ``rec`` (this record or an equal one) at ``index`` of the role."""
         op = _Op.__new__(_Op)
         op.kind, op.rec, op.index, op.name, op.bar, op.arg, op.occ, op.lat = (
-            self.kind, self.rec, index, self.name, self.bar, self.arg, self.occ, self.lat)
+            self.kind, rec, index, self.name, self.bar, self.arg, self.occ, self.lat)
         op.smem_r, op.smem_w, op.tmem_r, op.tmem_w, op.regs_r, op.regs_w = (
             self.smem_r, self.smem_w, self.tmem_r, self.tmem_w, self.regs_r, self.regs_w)
         op.quad_bad, op.proxy_async, op.per_warp = self.quad_bad, self.proxy_async, self.per_warp
@@ -344,9 +344,25 @@ class Engine:
         # the tuples (a swizzled descriptor read is one range set of over a hundred ranges)
         rects, ranges = _Keys(), _Keys()
         cache: dict[tuple, tuple] = {}
-        # (id(record), warp or None) -> its compiled op: a record object repeated in a loop compiles once. The
-        # Program holds every record for the Engine's life, so ids are stable; None = the same for every warp
-        memo: dict[tuple, _Op] = {}
+        # a record compiles once per warp it depends on (None: the same for every warp); its op is then copied
+        # for each index where the same record object (by_id; the Program holds every record for the Engine's
+        # life, so ids are stable) or an equal one (by_value) appears. An op with a lane-quadrant report is not
+        # reused (its message names the first access).
+        by_id: dict[tuple, _Op] = {}
+        by_value: dict[tuple, _Op] = {}
+
+        def compiled(rec, i: int, w: int) -> _Op:
+            tpl = by_id.get((id(rec), None)) or by_id.get((id(rec), w))
+            if tpl is None:
+                tpl = by_value.get((rec, None)) or by_value.get((rec, w))
+                if tpl is None:
+                    op = self._compile_op(rec, i, w, cache, rects, ranges)
+                    if op.quad_bad is not None:
+                        return op
+                    tpl = by_value[rec, w if op.per_warp else None] = op
+                by_id[id(rec), w if tpl.per_warp else None] = tpl
+            return tpl if tpl.index == i and tpl.rec is rec else tpl.at(i, rec)
+
         self.agents: list[_Agent] = []
         for role in self.program.roles:
             nthreads = role.threads if role.threads is not None else 32 * len(role.warps)
@@ -354,21 +370,11 @@ class Engine:
             first: list[_Op] | None = None
             for w in role.warps:
                 if first is None:
-                    ops = []
-                    for i, rec in enumerate(role.records):
-                        tpl = memo.get((id(rec), None)) or memo.get((id(rec), w))
-                        if tpl is None:
-                            tpl = self._compile_op(rec, i, w, cache, rects, ranges)
-                            memo[id(rec), w if tpl.per_warp else None] = tpl
-                            ops.append(tpl)
-                        else:
-                            ops.append(tpl.at(i))
-                    first = ops
+                    ops = first = [compiled(rec, i, w) for i, rec in enumerate(role.records)]
                 else:  # only TMEM ld/st and warp-offset records depend on the warp: share the other compiled ops
-                    ops = [op if not op.per_warp else self._compile_op(op.rec, op.index, w, cache, rects, ranges)
-                           for op in first]
+                    ops = [compiled(op.rec, op.index, w) if op.per_warp else op for op in first]
                 self.agents.append(_Agent(len(self.agents), role.name, w, per_warp, ops))
-        self._alloc_seen = any(op.kind == K_ALLOC for op in memo.values())
+        self._alloc_seen = any(op.kind == K_ALLOC for a in self.agents for op in a.ops)
         self._rect_of, self._ranges_of = rects.of, ranges.of
         self._rect_over = _Interned(rects, _Overlaps(rects.of, _rect_overlap))
         self._range_over = _Interned(ranges, _SetOverlaps(ranges.of))
