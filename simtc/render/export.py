@@ -19,6 +19,7 @@ True
 
 from __future__ import annotations
 
+import functools
 import io
 import os
 from xml.sax.saxutils import escape, quoteattr
@@ -89,6 +90,7 @@ class SvgGeometry:
 
 
 SVG_GEOMETRY = SvgGeometry()
+_PLAIN = Style()
 
 # A light terminal palette (ANSI colours darkened to read on white); truecolor styles pass through.
 _LIGHT = TerminalTheme(
@@ -136,8 +138,13 @@ def _glyph_runs(text: str, col: int):
     wide, astral or zero-width ones, each drawn in its own element so no x list depends on how a
     renderer counts characters.
     """
+    if text.isascii() and text.isprintable():  # the common case: one cell per character
+        cols = [col + i for i, ch in enumerate(text) if ch != " "]
+        if cols:
+            yield "run", [text[c - col] for c in cols], cols
+        return
     chars: list[str] = []
-    cols: list[int] = []
+    cols = []
     for ch in text:
         w = cell_len(ch)
         if ch.isspace():
@@ -155,14 +162,31 @@ def _glyph_runs(text: str, col: int):
 def _text_elements(text: str, col: int, y: int, attrs: str) -> list[str]:
     """``<text>`` elements drawing ``text`` from cell ``col`` on the baseline ``y``, every glyph placed explicitly."""
     g = SVG_GEOMETRY
+    pad, cw = g.pad, g.char_width
     out = []
     for kind, chars, cols in _glyph_runs(text, col):
         if kind == "run":
-            xs = " ".join(str(g.cell(0, c)[0]) for c in cols)
+            xs = " ".join([str(pad + c * cw) for c in cols])
             out.append(f'<text x="{xs}" y="{y}"{attrs}>{escape("".join(chars))}</text>')
         else:
-            out.append(f'<text x="{g.cell(0, cols)[0]}" y="{y}"{attrs}>{escape(chars)}</text>')
+            out.append(f'<text x="{pad + cols * cw}" y="{y}"{attrs}>{escape(chars)}</text>')
     return out
+
+
+@functools.lru_cache(maxsize=4096)
+def _style_svg(style: Style) -> tuple[str | None, str]:
+    """(background colour or None, ``<text>`` attributes) of a style: computed once per distinct style."""
+    fg, bg = _colors(style)
+    attrs = ""
+    if fg != _hex(_LIGHT.foreground_color):
+        attrs += f' fill="{fg}"'
+    if style.bold:
+        attrs += ' font-weight="bold"'
+    if style.italic:
+        attrs += ' font-style="italic"'
+    if style.underline:
+        attrs += ' text-decoration="underline"'
+    return bg, attrs
 
 
 def to_svg(view, path: str | os.PathLike | None = None, *, width: int = 120, title: str = "simtc") -> str:
@@ -180,25 +204,17 @@ def to_svg(view, path: str | os.PathLike | None = None, *, width: int = 120, tit
     for row, line in enumerate(lines):
         col = 0
         run_bg, run_start = None, 0
+        baseline = g.cell(row, 0)[1] + g.baseline
         for seg in line:
-            n = cell_len(seg.text)
-            fg, bg = _colors(seg.style or Style())
+            text = seg.text
+            n = len(text) if text.isascii() else cell_len(text)
+            bg, attrs = _style_svg(seg.style or _PLAIN)
             if bg != run_bg:
                 if run_bg is not None and col > run_start:
                     x0, y0, x1, y1 = g.cell(row, run_start, col - run_start)
                     bg_parts.append(f'<rect x="{x0}" y="{y0}" width="{x1 - x0}" height="{y1 - y0}" fill="{run_bg}"/>')
                 run_bg, run_start = bg, col
-            attrs = ""
-            st = seg.style or Style()
-            if fg != _hex(_LIGHT.foreground_color):
-                attrs += f' fill="{fg}"'
-            if st.bold:
-                attrs += ' font-weight="bold"'
-            if st.italic:
-                attrs += ' font-style="italic"'
-            if st.underline:
-                attrs += ' text-decoration="underline"'
-            fg_parts += _text_elements(seg.text, col, g.cell(row, 0)[1] + g.baseline, attrs)
+            fg_parts += _text_elements(text, col, baseline, attrs)
             col += n
         if run_bg is not None and col > run_start:
             x0, y0, x1, y1 = g.cell(row, run_start, col - run_start)
