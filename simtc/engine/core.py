@@ -488,10 +488,11 @@ class Engine:
         return (a.role, a.warp, index)
 
     def _tmem_read(self, ag: _Agent, op: _Op, rects, unit_tc: bool) -> None:
-        me = (ag.role, ag.warp, op.index)
         w_all = self._tmem_w
+        over = self._rect_over
+        me = (ag.role, ag.warp, op.index)
         for q in rects:
-            for r in self._rect_over[q]:
+            for r in over[q]:
                 w = w_all.get(r)
                 if w is None:
                     continue
@@ -499,6 +500,8 @@ class Engine:
                 tag = key[0]
                 if owner == ag.idx and ((tag == TC and unit_tc) or (tag == ST and not unit_tc)):
                     continue  # same thread's in-order tensor pipe / same warp's TMEM path
+                if ag.tc.get(key, 0) >= seq:
+                    continue  # known complete (what _known checks first)
                 if tag == ST:
                     rule = "tmem-read-before-wait-st"
                     what = f"the tcgen05.st {self._fmt(owner, idx)}"
@@ -510,15 +513,17 @@ class Engine:
     def _tmem_write(self, ag: _Agent, op: _Op, rects, key, seq, unit_tc: bool) -> None:
         me = (ag.role, ag.warp, op.index)
         w_all, r_all = self._tmem_w, self._tmem_r
+        over = self._rect_over
+        tc = ag.tc
         for q in rects:
-            for r in self._rect_over[q]:
+            for r in over[q]:
                 readers = r_all.get(r)
                 if readers:
                     for rkey, (rseq, owner, idx) in readers.items():
+                        if tc.get(rkey, 0) >= rseq:
+                            continue
                         if owner == ag.idx and rkey[0] == TC and unit_tc:
                             continue  # the same thread's in-order tensor pipe
-                        if ag.tc.get(rkey, 0) >= rseq:
-                            continue
                         self._known(ag, rkey, rseq, True, "tmem-overwrite-in-flight", self._rec(owner, idx), me,
                                     f"the TMEM read {self._fmt(owner, idx)}")
                 w = w_all.get(r)
@@ -526,7 +531,7 @@ class Engine:
                     wkey, wseq, owner, idx = w
                     if owner == ag.idx and ((wkey[0] == TC and unit_tc) or (wkey[0] == ST and not unit_tc)):
                         pass
-                    elif ag.tc.get(wkey, 0) < wseq:
+                    elif tc.get(wkey, 0) < wseq:
                         self._known(ag, wkey, wseq, True, "tmem-overwrite-in-flight", self._rec(owner, idx), me,
                                     f"the TMEM write {self._fmt(owner, idx)}")
             w_all[q] = (key, seq, ag.idx, op.index)
@@ -540,8 +545,10 @@ class Engine:
             d[key] = (seq, ag.idx, op.index)
 
     def _smem_read(self, ag: _Agent, op: _Op, ranges, async_proxy: bool) -> None:
-        me = (ag.role, ag.warp, op.index)
         w_all = self._smem_w
+        if not w_all:  # nothing written to shared memory yet
+            return
+        me = (ag.role, ag.warp, op.index)
         for q in ranges:
             for r in self._range_over[q]:
                 w = w_all.get(r)
@@ -555,10 +562,8 @@ class Engine:
                                      "fence.proxy.async in the writing warp")
                     if owner == ag.idx:
                         continue
-                    what = f"the st.shared {self._fmt(owner, idx)}"
-                else:
-                    what = f"the TMA load {self._fmt(owner, idx)}"
                 if ag.vc.get(key, 0) < seq:
+                    what = f"the {'st.shared' if key[0] == GEN else 'TMA load'} {self._fmt(owner, idx)}"
                     self._hazard("smem-read-before-complete", self._rec(owner, idx), me,
                                  f"{ag.name} cannot know that {what} has completed")
 
@@ -730,9 +735,10 @@ class Engine:
                         self._tmem_add_reader(ag, op, op.tmem_r, key, ag.tc_seq)
                     if op.tmem_w:
                         self._tmem_write(ag, op, op.tmem_w, key, ag.tc_seq, True)
-                    self._check_tmem_alloc(op, me)
+                    if self._alloc_seen:
+                        self._check_tmem_alloc(op, me)
                 if shared is None:
-                    self._schedule_complete(ag, op, done, dep, "tensor_pipe")
+                    self._at(done, self._complete, ag, op, dep, "tensor_pipe")
             elif kind == K_COMMIT:
                 mb = self._mbars[op.bar]
                 t_arr = max(now, ag.tc_last) + costs.commit
