@@ -37,6 +37,8 @@ A store is the exact inverse of the load with the same shape (CUTLASS defines ev
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 from attrs import Converter, field, frozen
 
@@ -230,9 +232,8 @@ class LdStOp:
         return self.columns()[..., 0]
 
     def cells(self) -> tuple[np.ndarray, np.ndarray]:
-        """(lane offsets, column offsets), both (32, nregs, halves): every cell the op touches."""
-        lane = np.broadcast_to(self.lane_offsets()[..., None], (32, self.nregs, self.halves))
-        return lane, self.columns()
+        """(lane offsets, column offsets), both (32, nregs, halves): every cell the op touches (read-only, cached)."""
+        return _op_cells(self)
 
     def thread_of(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Inverse map on the footprint: (thread, register, half) per cell, arrays (lanes, span); -1 = not touched.
@@ -259,3 +260,12 @@ def all_ops() -> list[LdStOp]:
     74
     """
     return [LdStOp(s, n, pack=p) for s in SHAPES.values() for n in NUMS if n <= s.max_num for p in (False, True)]
+
+
+@functools.lru_cache(maxsize=512)
+def _op_cells(op: LdStOp) -> tuple[np.ndarray, np.ndarray]:
+    """:meth:`LdStOp.cells`, computed once per op (ops are frozen values); the arrays are read-only."""
+    lane = np.broadcast_to(op.lane_offsets()[..., None], (32, op.nregs, op.halves))
+    col = op.columns()
+    col.setflags(write=False)
+    return lane, col
