@@ -1,16 +1,24 @@
 """``simtc replay flashmla-head64``: the whole FlashMLA SM100 head64 decode kernel on seeded data, checked.
 
-``simtc replay flashmla-head64 [--model v32|model1] [--blocks B] [--seed S] [--timing-only] [--json]``
-runs :func:`simtc.kernels.flashmla.replay.replay` on the engine and prints its summary (or, with
-``--json``, ``{"model", "blocks", "instructions", "per_block", "cycles", "cycles_per_block",
-"tmem_columns", "smem_bytes", "o_rel_error", "lse_max_abs_error", "p_bit_exact", "hazards", "deadlock",
-"events", "wall_seconds", ...}``). Exit status 0 when every check passes, 1 when one fails or a hazard or
-deadlock is found, 2 on bad usage.
+``simtc replay flashmla-head64 [--model v32|model1] [--blocks B] [--seed S] [--timing-only] [--step [N]]
+[--svg FILE] [--json] [--mutate NAME] [--list-mutations]`` runs :func:`simtc.kernels.flashmla.replay.replay`
+on the engine and prints its summary (or, with ``--json``, ``{"model", "blocks", "instructions",
+"per_block", "cycles", "cycles_per_block", "tmem_columns", "smem_bytes", "o_rel_error",
+"lse_max_abs_error", "p_bit_exact", "hazards", "deadlock", "events", "wall_seconds", ...}``).
+
+* ``--mutate NAME`` seeds one bug of :mod:`simtc.kernels.flashmla.mutations` (``--list-mutations``
+  lists them): the replay must catch it, so the exit status is then 1.
+* ``--step [N]`` runs the first N events (default 40) one engine step at a time and prints each event
+  with what the waiting warps wait on, then a snapshot of every warp (non-interactive, bounded).
+* ``--svg FILE`` writes the run's timeline (one row per warp, unit and mbarrier) as SVG.
+
+Exit status 0 when every check passes, 1 when one fails or a hazard or deadlock is found (always with
+``--mutate``, when the bug is caught), 2 on bad usage.
 """
 
 from __future__ import annotations
 
-from simtc.cli._common import int_in
+from simtc.cli._common import int_in, output_path
 
 __all__ = ["register", "run"]
 
@@ -31,16 +39,122 @@ def register(sub) -> None:
                    help="input seed (default 0)")
     p.add_argument("--timing-only", action="store_true", help="footprints and timing only (no data, no numerics)")
     p.add_argument("--json", action="store_true", help="print only machine-readable JSON")
+    p.add_argument("--mutate", metavar="NAME", default=None,
+                   help="seed one bug of the mutation catalogue (see --list-mutations); exit 1 when it is caught")
+    p.add_argument("--list-mutations", action="store_true", help="list the mutation catalogue and exit")
+    p.add_argument("--step", type=int_in(1, 100000, "--step N: 1-100000 events"), nargs="?", const=40, default=None,
+                   metavar="N", help="print the first N events (default 40) one step at a time with who waits on "
+                                     "what, then a snapshot")
+    p.add_argument("--svg", type=output_path, metavar="FILE", default=None,
+                   help="write the run's timeline as SVG to FILE")
     p.set_defaults(handler=run)
+
+
+def _list_mutations(as_json: bool) -> int:
+    from simtc.cli._common import emit_json
+    from simtc.kernels.flashmla.mutations import CATALOGUE
+
+    if as_json:
+        emit_json([{"name": m.name, "text": m.text, "caught_by": m.caught_by, "ref": m.ref}
+                   for m in CATALOGUE.values()])
+        return 0
+    import shutil
+    import textwrap
+
+    width = max(40, shutil.get_terminal_size((100, 24)).columns)
+    for m in CATALOGUE.values():
+        print(m.name)
+        print(textwrap.fill(f"{m.text}. Caught by: {m.caught_by} [{m.ref}]", width, initial_indent="    ",
+                            subsequent_indent="    "))
+    return 0
+
+
+def step_engine(model_name: str, blocks: int, seed: int, transform=None):
+    """The replay's engine, built but not run (semantics mode, inputs loaded): for step-through."""
+    from simtc.engine import Engine
+    from simtc.kernels.flashmla import replay as rp
+    from simtc.kernels.flashmla.head64 import head64_program, setup_records
+    from simtc.semantics import Cta, execute
+
+    inp = rp.make_inputs(model_name, blocks, seed)
+    program = head64_program(model_name, blocks, rp.rescale_blocks(inp, rp.reference_p(inp)))
+    if transform is not None:
+        program = transform(program)
+    cta = Cta()
+    cta.init_barriers(program)
+    rp.load_inputs(cta, inp)
+    for r in setup_records(model_name):
+        execute(r, cta, warp=0)
+    return Engine(program, mode="semantics", cta=cta)
+
+
+def step_lines(engine, n: int) -> list[str]:
+    """Run ``n`` trace events of ``engine`` one SimPy step at a time; one line per event, then a snapshot."""
+    out: list[str] = []
+    shown = 0
+    while shown < n and not engine.finished:
+        before = len(engine.trace)
+        engine.step()
+        for e in engine.trace[before:]:
+            if shown >= n:
+                break
+            shown += 1
+            line = f"{e.cycle:>7}  {e.role or '-'}[w{e.warp}] #{e.index:<4} {e.kind:<8} {e.detail}"
+            if e.kind == "wait":
+                snap = engine.snapshot()
+                waits = [w for w in snap["warps"] if w["role"] == e.role and w["warp"] == e.warp]
+                bar = (waits[0]["waits_on"] or "").split(" ")[0] if waits else ""
+                state = snap["mbarriers"].get(bar)
+                if state is not None:
+                    line += f"   (mbarrier {bar}: {state})"
+            out.append(line)
+    snap = engine.snapshot()
+    out.append(f"snapshot at cycle {snap['cycle']}:")
+    for w in snap["warps"]:
+        what = "done" if w["done"] else (f"waits on {w['waits_on']}" if w["waits_on"] else "running")
+        out.append(f"  {w['role']}[w{w['warp']}] pc {w['pc']} ({w['record']}): {what}")
+    return out
 
 
 def run(args) -> int:
     from simtc.cli._common import emit_json
+
+    if args.list_mutations:
+        return _list_mutations(args.json)
+    if args.mutate is not None:
+        from simtc.errors import SimtcError
+        from simtc.kernels.flashmla.mutations import MUTATIONS
+
+        if args.mutate not in MUTATIONS:
+            raise SimtcError(f"unknown mutation {args.mutate!r}; known: {', '.join(sorted(MUTATIONS))}",
+                             rule="mutations come from simtc.kernels.flashmla.mutations (--list-mutations)")
+    transform = None
+    if args.mutate is not None:
+        from simtc.kernels.flashmla.mutations import mutate
+
+        name = args.mutate
+
+        def transform(program):
+            return mutate(program, name)
+    if args.step is not None:
+        eng = step_engine(args.model, args.blocks, args.seed, transform)
+        print("\n".join(step_lines(eng, args.step)))
+        return 0 if eng.clean else 1
     from simtc.kernels.flashmla.replay import replay
 
-    r = replay(args.model, args.blocks, args.seed, timing_only=args.timing_only)
+    r = replay(args.model, args.blocks, args.seed, timing_only=args.timing_only, transform=transform,
+               keep_engine=args.svg is not None)
+    if args.svg is not None:
+        from simtc.cli._common import write_svg
+
+        write_svg(r.engine.timeline(), args.svg, title=f"FlashMLA head64 {r.model.upper()}, {r.blocks} block(s)")
     if args.json:
-        emit_json(r.to_json())
+        out = r.to_json()
+        if args.mutate is not None:
+            out["mutation"] = args.mutate
+        emit_json(out)
     else:
+        if args.mutate is not None:
+            print(f"mutation {args.mutate}: {'NOT caught' if r.ok else 'caught'}")
         print(r.summary())
     return 0 if r.ok else 1

@@ -117,6 +117,8 @@ def softmax_init(cta, rec, warp: int) -> None:
 def p_select(cta, rec, warp: int) -> None:
     """Warps 0, 1 keep columns 400-431 (P_lo[:, 0:32]) and send 432-463; warps 2, 3 the other way (§9)."""
     regs = cta.warp_regs(warp)
+    for key in ("p_c0", "p_c1"):  # used before its tcgen05.ld completed (no wait::ld): undefined values, NaN here
+        regs.setdefault(key, np.full((32, 32), np.nan, np.float32).view(np.uint32))
     c0, c1 = _f32(regs["p_c0"]), _f32(regs["p_c1"])
     trace = cta.gmem.get("head64.p_trace")
     if trace is not None:  # what the tcgen05.ld returned, for the P check: (block, lane, token)

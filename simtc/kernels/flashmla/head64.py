@@ -47,7 +47,7 @@ Modelling decisions (each a simplification of this simulator, not of the kernel)
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 from simtc.errors import SimtcError
 from simtc.isa.cuda_core import CudaCoreBlock
@@ -429,8 +429,7 @@ def per_block_counts(model_name: str | Head64Model = "v32", rescale: bool = Fals
 
 
 # ---- variants and mutations (the hook the mutation catalogue plugs into) ----------------------------------
-MUTATIONS: dict[str, tuple[str, Callable[[Program], Program]]] = {}
-"""name -> (description, function Program -> Program): seeded bugs for the checker (none registered here)."""
+from simtc.kernels.flashmla.mutations import MUTATIONS  # noqa: E402  (the catalogue: name -> (text, fn))
 
 
 def mutate(program: Program, name: str) -> Program:
@@ -439,5 +438,5 @@ def mutate(program: Program, name: str) -> Program:
         fn = MUTATIONS[name][1]
     except KeyError:
         raise SimtcError(f"unknown mutation {name!r}; known: {', '.join(sorted(MUTATIONS)) or 'none'}",
-                         rule="mutations come from simtc.kernels.flashmla.head64.MUTATIONS") from None
+                         rule="mutations come from simtc.kernels.flashmla.mutations") from None
     return fn(program)

@@ -27,7 +27,7 @@ import math
 import time
 
 import numpy as np
-from attrs import frozen
+from attrs import field, frozen
 
 from simtc.kernels.flashmla import effects as _effects  # noqa: F401  (registers the effects)
 from simtc.kernels.flashmla.constants import B_H, B_TOPK
@@ -241,6 +241,8 @@ class Head64Replay:
     critical_path: dict
     wall_seconds: float
     tflops_b200: float
+    engine: object = field(default=None, eq=False, repr=False)
+    """The finished :class:`simtc.engine.Engine` (``replay(..., keep_engine=True)``; else None)."""
 
     @property
     def ok(self) -> bool:
@@ -307,8 +309,13 @@ def _flat_counts(program) -> dict[str, int]:
 
 
 def replay(model_name: str | Head64Model = "v32", blocks: int = 4, seed: int = 0, *, timing_only: bool = False,
-           check: bool = True) -> Head64Replay:
-    """Replay one request on the engine and check it (numerics skipped with ``timing_only``)."""
+           check: bool = True, transform=None, keep_engine: bool = False) -> Head64Replay:
+    """Replay one request on the engine and check it (numerics skipped with ``timing_only``).
+
+    ``transform``: a function Program -> Program applied to the kernel before the run (a seeded bug of
+    :mod:`simtc.kernels.flashmla.mutations`, a variant of :mod:`simtc.kernels.flashmla.alternatives`);
+    ``keep_engine``: keep the finished engine in :attr:`Head64Replay.engine` (trace, timeline, units).
+    """
     from simtc.engine import Engine
     from simtc.semantics import Cta, execute
 
@@ -318,6 +325,8 @@ def replay(model_name: str | Head64Model = "v32", blocks: int = 4, seed: int = 0
     p_ref = reference_p(inp)
     resc = rescale_blocks(inp, p_ref)
     program = head64_program(m, blocks, resc)
+    if transform is not None:
+        program = transform(program)
     if timing_only:
         eng = Engine(program, mode="timing", check=check).run()
     else:
@@ -352,6 +361,7 @@ def replay(model_name: str | Head64Model = "v32", blocks: int = 4, seed: int = 0
         _tmem_columns(program), m.smem.total, o_err, lse_err, p_exact, [i for i, r in enumerate(resc) if r],
         [h.to_json() for h in eng.hazards], eng.deadlock, list(eng.semantics_errors), len(eng.trace),
         eng.per_role(), crit, round(time.perf_counter() - t0, 4),
-        flops / (cpb / (B200_CLOCK_GHZ * 1e9)) * B200_SMS / 1e12 if cpb else 0.0)
+        flops / (cpb / (B200_CLOCK_GHZ * 1e9)) * B200_SMS / 1e12 if cpb else 0.0,
+        engine=eng if keep_engine else None)
 
 
