@@ -377,7 +377,7 @@ class Engine:
         self._alloc_seen = any(op.kind == K_ALLOC for a in self.agents for op in a.ops)
         self._rect_of, self._ranges_of = rects.of, ranges.of
         self._rect_over = _Interned(rects, _Overlaps(rects.of, _rect_overlap))
-        self._range_over = _Interned(ranges, _SetOverlaps(ranges.of))
+        self._range_over = _RangeSetOverlaps(ranges.of)
 
     def _compile_op(self, rec, index: int, warp: int, cache, rects, ranges) -> _Op:
         cls = type(rec).__name__
@@ -1255,10 +1255,6 @@ def _rect_overlap(a, b) -> bool:
     return a[0] < b[1] and b[0] < a[1] and a[2] < b[3] and b[2] < a[3]
 
 
-def _range_overlap(a, b) -> bool:
-    return a[0] < b[1] and b[0] < a[1]
-
-
 class _Keys(dict):
     """key -> a small int id, in first-seen order (``of[id]`` gives the key back)."""
 
@@ -1286,26 +1282,55 @@ class _Interned(dict):
         return res
 
 
-class _SetOverlaps(dict):
-    """range-set key -> the registered range-set keys sharing at least one byte with it (memoised)."""
+class _RangeSetOverlaps(dict):
+    """id of a registered shared-memory range-set key -> the ids of the registered keys sharing at least one
+    byte with it, all computed at once (vectorised; a sorted sweep over every byte range of every key).
+
+    Order: first seen when scanning the key's ranges in order, each range's overlapping ranges sorted by
+    ``(start, stop)``, and the keys holding each of those in id order (the order the checker reports hazards
+    in). Ids without any overlap (empty ranges only) give ``()``.
+
+    >>> over = _RangeSetOverlaps([((0, 16), (64, 80)), ((70, 90),), ((16, 32),), ((8, 24), (100, 104))])
+    >>> over[0], over[1], over[2], over[3], over[9]
+    ((0, 3, 1), (0, 1), (3, 2), (0, 3, 2), ())
+    """
 
     def __init__(self, keys: list):
         super().__init__()
-        self._keys_of: dict[tuple, list] = {}
-        for k in keys:
-            for r in k:
-                self._keys_of.setdefault(r, []).append(k)
-        self._ranges = _Overlaps(list(self._keys_of), _range_overlap)
+        import numpy as np
 
-    def __missing__(self, key):
-        out: dict = {}
-        for r in key:
-            for r2 in self._ranges[r]:
-                for k in self._keys_of[r2]:
-                    out[k] = None
-        res = list(out)
-        self[key] = res
-        return res
+        lens = np.fromiter((len(k) for k in keys), np.int64, len(keys))
+        total = int(lens.sum())
+        if not total:
+            return
+        se = np.fromiter((x for k in keys for r in k for x in r), np.int64, 2 * total).reshape(total, 2)
+        kid = np.repeat(np.arange(len(keys), dtype=np.int64), lens)
+        pos = np.arange(total, dtype=np.int64) - np.repeat(np.cumsum(lens) - lens, lens)
+        rank = np.unique(se, axis=0, return_inverse=True)[1].reshape(-1)  # rank of the range in (start, stop) order
+        order = np.argsort(se[:, 0], kind="stable")
+        starts = se[order, 0]
+        lo = np.searchsorted(starts, starts, "left")
+        hi = np.searchsorted(starts, se[order, 1], "left")
+        n = hi - lo  # the ranges starting inside range s: every overlapping pair is among them, seen at least
+        s_idx = np.repeat(np.arange(order.size), n)  # from the side of the earlier start
+        t_idx = np.arange(int(n.sum())) - np.repeat(np.cumsum(n) - n, n) + np.repeat(lo, n)
+        a, b = order[s_idx], order[t_idx]
+        hit = (se[a, 0] < se[b, 1]) & (se[b, 0] < se[a, 1])  # [a0, a1) and [b0, b1) share a byte, or an
+        a, b = a[hit], b[hit]  # empty range lies strictly inside the other
+        qa, ka = np.concatenate([a, b]), np.concatenate([b, a])  # (query occurrence, candidate occurrence)
+        srt = np.lexsort((kid[ka], rank[ka], pos[qa], kid[qa]))
+        q_sorted, k_sorted = kid[qa][srt], kid[ka][srt]
+        first = np.unique(q_sorted * len(keys) + k_sorted, return_index=True)[1]
+        first.sort()
+        q_first, k_first = q_sorted[first].tolist(), k_sorted[first].tolist()
+        out: dict[int, list[int]] = {}
+        for q, k in zip(q_first, k_first, strict=True):
+            out.setdefault(q, []).append(k)
+        for q, ks in out.items():
+            self[q] = tuple(ks)
+
+    def __missing__(self, i: int) -> tuple[int, ...]:
+        return ()
 
 
 class _Overlaps(dict):
