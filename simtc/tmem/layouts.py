@@ -38,6 +38,8 @@ from m, m+32, m+64, m+96 -- both **[inferred]**, not documented.
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 from attrs import field, frozen
 
@@ -187,9 +189,9 @@ class DataPathLayout:
         return m, n
 
     def full_map(self) -> tuple[np.ndarray, np.ndarray]:
-        """(lane, column offset) for every element: two int64 arrays of shape (rows, N)."""
-        m, n = np.meshgrid(np.arange(self.rows), np.arange(self.n), indexing="ij")
-        return self.map(m, n)
+        """(lane, column offset) for every element: two int64 arrays of shape (rows, N), read-only
+        (computed once per layout: every MMA's D cells come from here)."""
+        return _full_map(self)
 
     def footprint(self) -> np.ndarray:
         """Boolean (128 lanes, :attr:`columns`): the cells this D occupies."""
@@ -312,3 +314,11 @@ def datapath_layout(m: int, n: int, *, ws: bool = False, cta_group: int = 1, spa
                              rule="lane alignment 0 except F and C", ref=_REF)
     return DataPathLayout(letter, m, n, cta_group=cta_group, ws=bool(ws), sparse=bool(sparse),
                           lane_align=int(lane_align))
+
+
+@functools.lru_cache(maxsize=256)
+def _full_map(layout: DataPathLayout) -> tuple[np.ndarray, np.ndarray]:
+    m, n = np.meshgrid(np.arange(layout.rows), np.arange(layout.n), indexing="ij")
+    lane, col = layout.map(m, n)
+    lane.flags.writeable = col.flags.writeable = False
+    return lane, col
