@@ -272,9 +272,15 @@ class Head64Replay:
             lines.append(f"  O rel. error {self.o_rel_error:.2e} (<= {O_TOL}), LSE max abs error "
                          f"{self.lse_max_abs_error:.2e} (<= {LSE_TOL}), P bit-exact {self.p_bit_exact}; "
                          f"O rescaled in blocks {self.rescale_blocks or 'none'}")
+        from simtc.kernels.flashmla.alternatives import hbm_bound
+
+        hb = hbm_bound(self.model)
         lines.append(f"  {self.cycles} cycles, {self.cycles_per_block:.0f} per block -> {self.tflops_b200:.0f} "
-                     f"TFLOP/s on a 148-SM B200 at 1.965 GHz (compute bound: no HBM/L2 model; FlashMLA publishes "
-                     f"up to {PUBLISHED_TFLOPS})")
+                     f"TFLOP/s on a 148-SM B200 at 1.965 GHz; the SM's HBM share (8 TB/s / 148 SMs = "
+                     f"{hb['bytes_per_cycle_per_sm']} B/cycle) x {hb['bytes_per_block']:,} B per block needs >= "
+                     f"{hb['min_cycles_per_block']:.0f} cycles per block; FlashMLA publishes up to {PUBLISHED_TFLOPS}. "
+                     "An upper bound: the model leaves out HBM/L2 latency and bandwidth, TMA gather4 throughput "
+                     "(unknown, timing.md §6), the scheduler and the combine kernel")
         lines.append("  per role busy/waiting cycles: " + ", ".join(
             f"{r} {v['busy_cycles']}/{v['waiting_cycles']}" for r, v in self.per_role.items()))
         lines.append(f"  critical path ({sum(self.critical_path.values())} events): " + ", ".join(

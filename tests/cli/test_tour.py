@@ -1,0 +1,39 @@
+"""``simtc tour`` and ``simtc compare``: they run, pass, and fit the terminal width."""
+
+import argparse
+import json
+
+from simtc.cli import compare, tour
+
+
+def _parser(mod):
+    p = argparse.ArgumentParser()
+    mod.register(p.add_subparsers())
+    return p
+
+
+def test_tour_passes_at_80_columns(capsys):
+    args = _parser(tour).parse_args(["tour", "--width", "80"])
+    assert args.handler(args) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[-1].startswith("PASS") and all(len(x) <= 80 for x in out)
+    text = " ".join(" ".join(out).split())
+    for fact in ("tcgen05.cp", "8,192 B apart", "P_hi", "464 instead of 576", "[ok] P bit-exact", "350"):
+        assert fact in text
+
+
+def test_tour_lines_narrow():
+    lines, passed = tour.tour_lines(60, 2)
+    assert passed and all(len(x) <= 60 for x in lines)
+
+
+def test_compare_json(capsys):
+    args = _parser(compare).parse_args(["compare", "flashmla-head64", "--json", "--blocks", "2"])
+    assert args.handler(args) == 0
+    out = json.loads(capsys.readouterr().out)
+    names = {v["name"]: v for v in out["variants"]}
+    for key in ("name", "tmem_columns", "smem_bytes", "fits", "mma_per_block", "tensor_pipe_busy_per_block",
+                "cycles_per_block", "exchange_cycles_per_block", "why"):
+        assert key in names["dual-gemm"]
+    assert names["dual-gemm"]["tmem_columns"] == 464 and names["duplicated-q"]["tmem_columns"] == 576
+    assert not names["duplicated-q"]["fits"]
