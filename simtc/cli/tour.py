@@ -37,10 +37,10 @@ def _wrap(text: str, width: int, indent: str = "") -> list[str]:
 def _tmem_bar(regions, width: int) -> list[str]:
     """The 512 TMEM columns as one bar of letters scaled to ``width`` (O, Q, T = Q RoPE, P, . = free)."""
     cols = max(16, width - 2)
-    sym = {"O": "O", "Q": "Q", "Q_Tail": "T", "P": "P"}
+    sym = {"o": "O", "q": "Q", "q_tail": "T", "p": "P"}
     bar = ["."] * cols
     for r in regions:
-        s = sym.get(r.name)
+        s = sym.get(r.name.lower())
         if s is None:
             continue
         for x in range(r.columns[0] * cols // 512, (r.columns[1] + 1) * cols // 512):
@@ -52,6 +52,7 @@ def tour_lines(width: int, blocks: int = 4) -> tuple[list[str], bool]:
     """The tour's text and whether every check passed."""
     from simtc.isa.tcgen05 import Cp, Mma
     from simtc.kernels.flashmla.alternatives import compare, hbm_bound
+    from simtc.kernels.flashmla.constants import Q_COLUMN, Q_TAIL_COLUMN
     from simtc.kernels.flashmla.head64 import head64_program
     from simtc.kernels.flashmla.models import V32
     from simtc.kernels.flashmla.plan import NOPE_VIEW
@@ -84,10 +85,18 @@ def tour_lines(width: int, blocks: int = 4) -> tuple[list[str], bool]:
     say(f"{len(cps)} x tcgen05.cp.128x256b copy Q (64 x 576 bf16 = 73,728 B) from shared memory into TMEM columns "
         f"{cps[0].taddr & 0xFFFF}-{(cps[-1].taddr & 0xFFFF) + 7}. Each copy fills 8 columns of all 128 lanes through "
         "a 128-row view of Q whose rows 64-127 are the odd 64-dim chunks:")
-    for k in (0, 1, 16):
+    def dims_at(column: int) -> int:
+        """Index into split_dims (k order: RoPE k = 0, 1, then NoPE k = 0..15) of the 16 dims at ``column``."""
+        if column >= Q_TAIL_COLUMN:
+            return 16 * ((column - Q_TAIL_COLUMN) // 8)
+        return 16 * (V32.d_rope // 32) + 16 * ((column - Q_COLUMN) // 8)
+
+    for k in (0, 1, len(cps) - 2):
         c = cps[k]
-        say(f"cp #{k:<2} -> columns {c.taddr & 0xFFFF}-{(c.taddr & 0xFFFF) + 7}: lanes 0-63 hold Q[h][{lo[16 * k]}.."
-            f"{lo[16 * k + 15]}], lanes 64-127 hold Q[h][{hi[16 * k]}..{hi[16 * k + 15]}]", "  ")
+        col = c.taddr & 0xFFFF
+        i = dims_at(col)
+        say(f"cp #{k:<2} -> columns {col}-{col + 7}: lanes 0-63 hold Q[h][{lo[i]}..{lo[i + 15]}], "
+            f"lanes 64-127 hold Q[h][{hi[i]}..{hi[i + 15]}]", "  ")
     say("The TMEM map (512 columns; O = output accumulator, Q, T = Q's RoPE part, P = QK result, . = free):")
     out.extend(_tmem_bar(V32.tmem, width))
     say(f"Used: {r.tmem_columns} of 512 columns (touched by the replay's records).")
