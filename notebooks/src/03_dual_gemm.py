@@ -423,4 +423,5 @@ assert len(mmas) * 16 * 2 == D_Q and len(qk_records) == len(mmas) * run.blocks
 assert (dual.tmem_columns, dup.tmem_columns) == (464, 576) and dual.fits and not dup.fits
 assert ss.smem_bytes > SMEM_CAPACITY["sm100"] >= dual.smem_bytes and not ss.fits
 assert qk_smem["ss-q-smem"] == 2 * qk_smem["dual-gemm"] == 2 * 18 * 4096
+assert abs(ss.cycles_per_block - dual.cycles_per_block) < 0.05 * dual.cycles_per_block   # "about as fast"
 print("all facts of notebook 03 hold")

@@ -52,7 +52,7 @@ eng.timeline(width=100)
 # warpgroup turns fp8 into bf16 K (`nope_ready`); the MMA warp issues 18 QK MMAs (`qk_done`); the softmax
 # warpgroup reads P, exchanges the halves (named barriers 10, 11), writes S (`so_ready`); 8 PV MMAs
 # (`sv_done`); and the epilogue stores O by TMA. With one block nothing overlaps: most of the time is
-# TMA latency from global memory (an assumed-flat model: no L2/HBM simulation).
+# TMA latency from global memory (a fixed latency fitted to public measurements; no L2/HBM simulation).
 
 # %% [markdown]
 # ## 2. Who waits on what: step and snapshot
@@ -236,8 +236,8 @@ mutated = replay("v32", blocks=1, seed=0, transform=mutation.fn)
 print(f"{mutation.name}: {mutation.text}\n  expected to be caught by: {mutation.caught_by} ({mutation.ref})")
 for h in mutated.hazards[:2]:
     print(f"  {h['rule']} at cycle {h['cycle']}: {h['message'][:150]}")
-print(f"  replay ok: {mutated.ok}; P still bit-exact: {mutated.p_bit_exact} (a timing-independent bug: "
-      "the data happened to be there, the ordering is not guaranteed)")
+print(f"  replay ok: {mutated.ok}; P still bit-exact: {mutated.p_bit_exact} (this run's timing happened to "
+      "deliver the data; the ordering is not guaranteed, and that is what the checker reports)")
 print(f"the unmutated replay: {len(run.hazards)} hazards, ok = {run.ok}")
 
 # %% [markdown]
