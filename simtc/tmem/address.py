@@ -54,6 +54,8 @@ _REF_QUAD = "PTX ISA 9.0 §9.7.16.8.1"
 
 def check_range(lane, column, what: str = "") -> None:
     """Raise :class:`TmemAccessError` unless every lane is in 0-127 and every column in 0-511."""
+    if type(lane) is int and type(column) is int and 0 <= lane < LANES and 0 <= column < COLUMNS:
+        return  # the common scalar case without numpy (addresses are checked on every record)
     lane = np.asarray(lane)
     column = np.asarray(column)
     prefix = f"{what}: " if what else ""
@@ -86,6 +88,8 @@ def unpack_taddr(taddr):
     >>> unpack_taddr(0x00400190)
     (64, 400)
     """
+    if type(taddr) is int and taddr >= 0 and not taddr & ~TADDR_MASK:
+        return taddr >> 16, taddr & 0xFFFF  # the common scalar case without numpy
     t = np.asarray(taddr, dtype=np.int64)
     bad = (t < 0) | ((t & ~np.int64(TADDR_MASK)) != 0)
     if bad.any():
