@@ -78,6 +78,7 @@ class Head64Inputs:
     sm_scale: float
     k: np.ndarray  # (64 * blocks, D_Q) float32: the dequantized K of every position (0 where invalid)
     valid: np.ndarray  # (64 * blocks,) bool
+    page_block_size: int = PAGE_BLOCK_SIZE  # tokens per page block of the cache (indices: block x this + row)
 
     @property
     def sm_scale_div_log2(self) -> np.float32:
@@ -200,7 +201,7 @@ def load_inputs(cta, inp: Head64Inputs) -> None:
     g["o"] = np.zeros(65536, np.uint8)
     g["lse"] = np.zeros(B_H, np.float32)
     g["head64.p_trace"] = np.zeros((inp.blocks, 2 * B_H, B_TOPK), np.float32)
-    for name, v in (("page_block_size", PAGE_BLOCK_SIZE), ("num_pages", inp.num_pages),
+    for name, v in (("page_block_size", inp.page_block_size), ("num_pages", inp.num_pages),
                     ("rows_per_page", inp.rows_per_page), ("tma_k_stride", m.tma_k_stride),
                     ("topk_length", inp.topk_length), ("num_scales", 4 if m.v32 else 8)):
         g[f"head64.{name}"] = np.array([v], np.int64)
@@ -315,19 +316,24 @@ def _flat_counts(program) -> dict[str, int]:
 
 
 def replay(model_name: str | Head64Model = "v32", blocks: int = 4, seed: int = 0, *, timing_only: bool = False,
-           check: bool = True, transform=None, keep_engine: bool = False) -> Head64Replay:
+           check: bool = True, transform=None, keep_engine: bool = False,
+           inputs: Head64Inputs | None = None) -> Head64Replay:
     """Replay one request on the engine and check it (numerics skipped with ``timing_only``).
 
     ``transform``: a function Program -> Program applied to the kernel before the run (a seeded bug of
     :mod:`simtc.kernels.flashmla.mutations`, a variant of :mod:`simtc.kernels.flashmla.alternatives`);
     ``keep_engine``: keep the finished engine in :attr:`Head64Replay.engine` (trace, timeline, units).
+    ``inputs``: replay this request instead of seeded ones (model, blocks, seed taken from it; e.g. one row of a
+    FlashMLA inputs file, :func:`simtc.kernels.flashmla.io.request`).
     """
     from simtc.engine import Engine
     from simtc.semantics import Cta, execute
 
     m = model(model_name)
     t0 = time.perf_counter()
-    inp = make_inputs(m, blocks, seed)
+    if inputs is not None:
+        m, blocks, seed = inputs.model, inputs.blocks, inputs.seed
+    inp = inputs if inputs is not None else make_inputs(m, blocks, seed)
     p_ref = reference_p(inp)
     resc = rescale_blocks(inp, p_ref)
     program = head64_program(m, blocks, resc)
@@ -345,9 +351,13 @@ def replay(model_name: str | Head64Model = "v32", blocks: int = 4, seed: int = 0
     o_err = lse_err = p_exact = None
     if not timing_only:
         o = read_o(cta.gmem["o"])
-        o_ref, lse_ref = reference_attention(inp)
-        o_err = float(np.linalg.norm(o - o_ref) / np.linalg.norm(o_ref))
-        lse_err = float(np.abs(cta.gmem["lse"].astype(np.float64) - lse_ref).max())
+        if inp.valid.any():
+            o_ref, lse_ref = reference_attention(inp)
+            o_err = float(np.linalg.norm(o - o_ref) / np.linalg.norm(o_ref))
+            lse_err = float(np.abs(cta.gmem["lse"].astype(np.float64) - lse_ref).max())
+        else:  # no valid token: O = 0 and LSE = +inf exactly (kernel.cuh epilogue; flashmla_head64.md §11)
+            o_err = 0.0 if not o.any() else float("inf")
+            lse_err = 0.0 if np.all(cta.gmem["lse"] == np.inf) else float("inf")
         p_exact = bool(np.array_equal(cta.gmem["head64.p_trace"].view(np.uint32), p_ref.view(np.uint32)))
     phases = [e.cycle for e in eng.trace if e.kind == "phase" and e.detail.startswith("sv_done")]
     cpb = (phases[-1] - phases[0]) / (len(phases) - 1) if len(phases) >= 2 else float(eng.cycles)
