@@ -11,6 +11,8 @@ on the engine and prints its summary (or, with ``--json``, ``{"model", "blocks",
 * ``--step [N]`` runs the first N events (default 40) one engine step at a time and prints each event
   with what the waiting warps wait on, then a snapshot of every warp (non-interactive, bounded).
 * ``--svg FILE`` writes the run's timeline (one row per warp, unit and mbarrier) as SVG.
+* ``--inputs FILE.npz [--save-outputs OUT.npz]`` replays every (batch, query) row of a file in FlashMLA's own
+  format instead of seeded data (:mod:`simtc.kernels.flashmla.io`, :func:`simtc.cli.inputs.run_replay_inputs`).
 
 Exit status 0 when every check passes, 1 when one fails or a hazard or deadlock is found (always with
 ``--mutate``, when the bug is caught), 2 on bad usage.
@@ -47,6 +49,11 @@ def register(sub) -> None:
                                      "what, then a snapshot")
     p.add_argument("--svg", type=output_path, metavar="FILE", default=None,
                    help="write the run's timeline as SVG to FILE")
+    p.add_argument("--inputs", metavar="FILE.npz", default=None,
+                   help="replay every (batch, query) row of a FlashMLA inputs file (docs/flashmla_formats.md; "
+                        "'simtc inputs make' writes one); model and blocks come from the file (default: seeded)")
+    p.add_argument("--save-outputs", type=output_path, metavar="FILE.npz", default=None,
+                   help="with --inputs: write the kernel's outputs (out, lse) in FlashMLA's format (default: none)")
     p.set_defaults(handler=run)
 
 
@@ -136,6 +143,10 @@ def run(args) -> int:
 
         def transform(program):
             return mutate(program, name)
+    if args.inputs is not None or args.save_outputs is not None:
+        from simtc.cli.inputs import run_replay_inputs
+
+        return run_replay_inputs(args, transform)
     if args.step is not None:
         eng = step_engine(args.model, args.blocks, args.seed, transform)
         print("\n".join(step_lines(eng, args.step)))

@@ -322,3 +322,71 @@ def test_make_refuses_bad_arguments():
         io.make_inputs("v32", topk=128, num_blocks=1)
     with pytest.raises(io.FlashMLAFormatError, match="row \\(1, 0\\)"):
         io.request(io.make_inputs("v32", topk=64), 1, 0)
+
+
+# ---- command line ---------------------------------------------------------------------------------------------
+@pytest.fixture
+def cli(monkeypatch, capsys):
+    """``simtc.cli.main`` with the ``inputs`` command registered; returns (exit status, stdout, stderr)."""
+    import simtc.cli as cli_mod
+
+    if "inputs" not in cli_mod.COMMAND_MODULES:
+        monkeypatch.setattr(cli_mod, "COMMAND_MODULES", (*cli_mod.COMMAND_MODULES, "inputs"))
+
+    def run(*argv):
+        rc = cli_mod.main([str(a) for a in argv])
+        out, err = capsys.readouterr()
+        return rc, out, err
+    return run
+
+
+def test_cli_make_check_replay_save_outputs(cli, tmp_path):
+    import json
+
+    f_in, f_out = tmp_path / "in.npz", tmp_path / "out.npz"
+    rc, out, _ = cli("inputs", "make", "--model", "model1", "--b", "1", "--s-q", "2", "--topk", "128",
+                     "--attn-sink", "--empty-rows", "1", "--seed", "3", f_in)
+    assert rc == 0 and "wrote" in out and "rows with no valid token: (0, 1)" in out
+    rc, out, _ = cli("inputs", "check", "--json", f_in)
+    d = json.loads(out)
+    assert rc == 0 and (d["model"], d["b"], d["s_q"], d["topk"], d["attn_sink"], d["empty_rows"]) == \
+        ("model1", 1, 2, 128, True, [[0, 1]])
+    rc, out, _ = cli("replay", "flashmla-head64", "--inputs", f_in, "--save-outputs", f_out, "--json")
+    d = json.loads(out)
+    assert rc == 0 and d["ok"] and [r["batch"] for r in d["rows"]] == [0, 0] and d["outputs_file"] == str(f_out)
+    assert d["rows"][1]["o_rel_error"] == 0.0 and d["rows"][0]["o_rel_error"] <= 4e-3
+    outs = io.load_outputs(f_out, io.load_inputs(f_in))
+    assert np.all(outs.lse[0, 1] == np.inf) and np.all(np.isfinite(outs.lse[0, 0]))
+    assert np.array_equal(outs.out, io.replay_file(f_in).outputs.out)
+    rc, out, _ = cli("replay", "flashmla-head64", "--inputs", f_in)
+    assert rc == 0 and "row (0, 1): OK" in out and "no valid token: LSE +inf, O = 0" in out
+
+
+def test_cli_refuses_bad_files_and_flags(cli, tmp_path):
+    bad = tmp_path / "bad.npz"
+    a = _good()
+    a["indices"] = a["indices"].astype(np.int64)
+    np.savez(bad, **a)
+    for argv in (("inputs", "check", bad), ("replay", "flashmla-head64", "--inputs", bad)):
+        rc, out, err = cli(*argv)
+        assert rc == 2 and out == "" and err.count("\n") == 1 and "rule: indices is int32" in err
+    good = tmp_path / "good.npz"
+    assert cli("inputs", "make", "--topk", "64", "--seed", "1", good)[0] == 0
+    for argv, text in ((("inputs", "make", "--topk", "96", "--seed", "1", good), "multiple of B_TOPK = 64"),
+                       (("inputs", "make", "--topk", "64", good), "required: --seed"),
+                       (("inputs", "make", "--invalid-frac", "2", "--seed", "1", good), "fraction"),
+                       (("inputs", "make", "--empty-rows", "2", "--seed", "1", good), "at most b x s_q"),
+                       (("inputs", "make", "--topk-length", "200", "--seed", "1", good), "topk_length <= topk"),
+                       (("replay", "flashmla-head64", "--inputs", good, "--step", "5"), "cannot be combined"),
+                       (("replay", "flashmla-head64", "--inputs", good, "--timing-only"), "cannot be combined"),
+                       (("replay", "flashmla-head64", "--save-outputs", tmp_path / "o.npz"), "needs --inputs"),
+                       (("inputs",), "a subcommand is required")):
+        rc, _, err = cli(*argv)
+        assert rc == 2 and text in err, (argv, err)
+
+
+def test_cli_mutation_on_a_file_is_caught(cli, tmp_path):
+    f = tmp_path / "in.npz"
+    assert cli("inputs", "make", "--topk", "64", "--seed", "2", f)[0] == 0
+    rc, out, _ = cli("replay", "flashmla-head64", "--inputs", f, "--mutate", "wrong-k-slice")
+    assert rc == 1 and "mutation wrong-k-slice: caught" in out and "FAILED" in out
