@@ -62,6 +62,10 @@ def _arch(a: str) -> str:
     return arch_name(a, error=SmemError)
 
 
+_WORDS = {2: (np.uint16, 1), 4: (np.uint32, 1), 8: (np.uint64, 1), 16: (np.uint64, 2)}
+"""Access width -> (word dtype, words per access) of the aligned gather/scatter path."""
+
+
 @define(eq=False)
 class SharedMemory:
     """Per-CTA shared memory: a ``uint8`` image plus named, aligned buffers."""
@@ -174,6 +178,10 @@ class SharedMemory:
 
     def gather(self, addresses, nbytes: int) -> np.ndarray:
         """Bytes at many addresses at once: result shape ``addresses.shape + (nbytes,)``."""
+        if self.on_access is None:
+            a, words = self._aligned(addresses, nbytes)
+            if words is not None:  # whole aligned words: one index per access, not one per byte
+                return words[a // nbytes].view(np.uint8).reshape((*a.shape, nbytes))
         a = self._byte_addresses(addresses, nbytes)
         if self.on_access is not None:
             self.on_access("smem.read", a.ravel())
@@ -182,7 +190,18 @@ class SharedMemory:
     def scatter(self, addresses, payload, *, writer=None) -> None:
         """Write ``payload`` (uint8, shape ``addresses.shape + (nbytes,)``) at many addresses (inverse of gather)."""
         p = np.asarray(payload, dtype=np.uint8)
-        a = self._byte_addresses(addresses, p.shape[-1] if p.ndim else 1)
+        nbytes = p.shape[-1] if p.ndim else 1
+        if self.on_access is None:
+            a, words = self._aligned(addresses, nbytes)
+            if words is not None and p.shape == (*a.shape, nbytes):  # whole aligned words (see gather)
+                at = a // nbytes
+                words[at] = np.ascontiguousarray(p).view(words.dtype).reshape((*at.shape, words.shape[1]))
+                if writer is not None or self.last_writer is not None:
+                    if self.last_writer is None:
+                        self.last_writer = np.full(self.size, -1, dtype=np.int32)
+                    self._record_writer((at,), writer, self.last_writer.reshape(-1, nbytes))
+                return
+        a = self._byte_addresses(addresses, nbytes)
         if self.on_access is not None:
             self.on_access("smem.write", a.ravel())
         self.data[a] = p.reshape(a.shape)
@@ -194,16 +213,28 @@ class SharedMemory:
             return None
         return self.writers[int(self.last_writer[address])]
 
-    def _record_writer(self, where, writer) -> None:
+    def _record_writer(self, where, writer, last=None) -> None:
         if writer is None and self.last_writer is None:
             return
         if self.last_writer is None:
             self.last_writer = np.full(self.size, -1, dtype=np.int32)
+        if last is None:
+            last = self.last_writer
         if writer is None:
-            self.last_writer[where] = -1
+            last[where] = -1
             return
         self.writers.append(writer)
-        self.last_writer[where] = len(self.writers) - 1
+        last[where] = len(self.writers) - 1
+
+    def _aligned(self, addresses, nbytes: int) -> tuple[np.ndarray, np.ndarray | None]:
+        """``(addresses as int64, shared memory as (words, k) rows of nbytes)`` when every access is a whole
+        aligned 2/4/8/16-byte word inside shared memory, else ``(addresses, None)``."""
+        a = np.asarray(addresses, dtype=np.int64)
+        w = _WORDS.get(nbytes)
+        if w is None or not a.ndim or not a.size or self.size % nbytes or (a & (nbytes - 1)).any() \
+                or a.min() < 0 or a.max() + nbytes > self.size:
+            return a, None
+        return a, self.data.view(w[0]).reshape(-1, w[1])
 
     def _byte_addresses(self, addresses, nbytes: int) -> np.ndarray:
         a = np.asarray(addresses, dtype=np.int64)
