@@ -22,7 +22,8 @@ from simtc.cli._common import ArgumentParser, UsageError
 __all__ = ["build_parser", "main"]
 
 # Subcommand modules, in the order --help lists them.
-COMMAND_MODULES = ("tour", "smem", "tmem", "decode", "program", "simulate", "timing", "replay", "compare", "crosscheck")
+COMMAND_MODULES = ("tour", "smem", "tmem", "decode", "program", "simulate", "timing", "replay", "compare", "inputs",
+                   "crosscheck")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -42,13 +42,14 @@ def register(sub) -> None:
     p.add_argument("--timing-only", action="store_true", help="footprints and timing only (no data, no numerics)")
     p.add_argument("--json", action="store_true", help="print only machine-readable JSON")
     p.add_argument("--mutate", metavar="NAME", default=None,
-                   help="seed one bug of the mutation catalogue (see --list-mutations); exit 1 when it is caught")
+                   help="seed one bug of the mutation catalogue (see --list-mutations); exit 1 when it is caught "
+                        "(default: the unmutated kernel)")
     p.add_argument("--list-mutations", action="store_true", help="list the mutation catalogue and exit")
     p.add_argument("--step", type=int_in(1, 100000, "--step N: 1-100000 events"), nargs="?", const=40, default=None,
                    metavar="N", help="print the first N events (default 40) one step at a time with who waits on "
                                      "what, then a snapshot")
     p.add_argument("--svg", type=output_path, metavar="FILE", default=None,
-                   help="write the run's timeline as SVG to FILE")
+                   help="write the run's timeline as SVG to FILE (default: none)")
     p.add_argument("--inputs", metavar="FILE.npz", default=None,
                    help="replay every (batch, query) row of a FlashMLA inputs file (docs/flashmla_formats.md; "
                         "'simtc inputs make' writes one); model and blocks come from the file (default: seeded)")
