@@ -32,6 +32,23 @@ def register(sub) -> None:
     p.add_argument("--replay", metavar="FILE.npz",
                    help="check outputs recorded by --save against simtc, no GPU needed "
                         "(default: run the checks here instead)")
+    g = p.add_argument_group("FlashMLA's own kernels (replaces the checks above)")
+    g.add_argument("--flashmla", metavar="DIR",
+                   help="a FlashMLA checkout (with its csrc/cutlass submodule) or a build folder made from one: build "
+                        "FlashMLA's SM90 sparse FP8 decode (sm_90a) and SM100 head64 kernel (sm_100a) with nvcc, check "
+                        "their SASS and the head64 SASS against the replay Program, and on an sm_90a GPU run the SM90 "
+                        "kernels on simtc-made inputs beside the replay (default: not run)")
+    g.add_argument("--cutlass", metavar="DIR",
+                   help="CUTLASS headers for --flashmla (default: $SIMTC_FLASHMLA_CUTLASS, else the checkout's "
+                        "csrc/cutlass/include)")
+    g.add_argument("--build-dir", metavar="DIR",
+                   help="where --flashmla builds (default: $SIMTC_CACHE/flashmla/<key>); the folder can be given "
+                        "to --flashmla on another machine")
+    g.add_argument("--save-flashmla", metavar="FILE.npz",
+                   help="record the inputs and FlashMLA's outputs of the --flashmla GPU run (default: not recorded)")
+    g.add_argument("--replay-flashmla", metavar="FILE.npz",
+                   help="replay simtc on a --save-flashmla recording and compare with its FlashMLA outputs, no GPU "
+                        "needed (default: not run)")
     p.set_defaults(handler=run)
 
 
@@ -49,6 +66,11 @@ def _command(args) -> str:
 
 
 def run(args) -> int:
+    if args.flashmla or args.replay_flashmla:
+        return _run_flashmla(args)
+    for flag in ("cutlass", "build_dir", "save_flashmla"):
+        if getattr(args, flag):
+            raise SimtcError(f"--{flag.replace('_', '-')} needs --flashmla", rule="FlashMLA options go with --flashmla")
     if args.replay and (args.save or args.save_timing):
         raise SimtcError("--replay cannot be combined with --save or --save-timing", rule=_CONFLICT)
     for path in (args.save, args.save_timing):
@@ -112,3 +134,96 @@ def run(args) -> int:
 
         make_console().print(CrosscheckTable(list(result.results), result.note))
     return 1 if result.failed else 0
+
+
+def _flashmla_command(args) -> str:
+    parts = ["simtc crosscheck", f"--flashmla {args.flashmla}", f"--seed {args.seed}"]
+    for flag in ("cutlass", "build_dir", "save_flashmla"):
+        if getattr(args, flag):
+            parts.append(f"--{flag.replace('_', '-')} {getattr(args, flag)}")
+    return " ".join(parts)
+
+
+def _run_flashmla(args) -> int:
+    """``--flashmla``: build FlashMLA's kernels, check their SASS, and on an sm_90a GPU run them beside the replay;
+    ``--replay-flashmla``: compare a recording with the replay."""
+    import datetime
+
+    from rich.table import Table
+
+    from simtc.hw import flashmla as fm
+    from simtc.render.export import make_console
+
+    if args.flashmla and args.replay_flashmla:
+        raise SimtcError("--flashmla runs FlashMLA, --replay-flashmla checks a recording: give one",
+                         rule="one FlashMLA mode per run")
+    if args.save_flashmla:
+        check_writable(args.save_flashmla)
+    console = make_console(stderr=True) if args.json else make_console()
+    report: dict = {}
+    rows = []
+    note = ""
+    if args.replay_flashmla:
+        meta, _ = fm.load_recording(args.replay_flashmla)
+        rows = fm.replay_recording(args.replay_flashmla)
+        note = (f"recording {args.replay_flashmla}: FlashMLA {meta.get('flashmla_commit')}, {meta.get('device')}, "
+                f"{meta.get('date')}")
+        report = {"recording": {k: meta.get(k) for k in ("flashmla_commit", "device", "date", "command")}}
+    else:
+        b = fm.open_build(args.flashmla, cutlass=args.cutlass, build_dir=args.build_dir,
+                          progress=lambda s: console.print(f"[dim]{s}[/dim]") if not args.json else None)
+        report = fm.build_report(b)
+        from simtc.hw.device import probe
+
+        info = probe()
+        if info.available and info.arch == "sm_90a":
+            run = fm.run_suite(b, args.seed)
+            rows = list(run.rows)
+            note = f"FlashMLA SM90 sparse decode on {info.name} ({info.arch})"
+            if args.save_flashmla:
+                from simtc.hw.device import describe
+
+                fm.save_recording(args.save_flashmla, run, meta={
+                    "flashmla_commit": b.commit, "cutlass_commit": b.manifest.get("cutlass_commit"),
+                    "nvcc": b.manifest.get("nvcc"), "device": describe(),
+                    "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+                    "command": _flashmla_command(args), "seed": args.seed})
+                console.print(f"saved {len(rows)} FlashMLA input sets and outputs to {args.save_flashmla}")
+        else:
+            why = info.reason if not info.available else f"the device is {info.name} ({info.arch})"
+            if args.save_flashmla:
+                raise SimtcError(f"nothing to save: no sm_90a GPU here ({why})",
+                                 rule="--save-flashmla records an sm_90a GPU run")
+            note = f"built and checked only: FlashMLA's SM90 kernels need an sm_90a GPU ({why})"
+    ok = all(r.ok for r in rows) and report.get("build_ok", True) and report.get("sass_ok", True)
+    if args.json:
+        emit_json({**report, "note": note, "results": [r.as_dict() for r in rows], "ok": ok})
+        return 0 if ok else 1
+    out = make_console()
+    if "checks" in report:
+        out.print(f"FlashMLA {report['flashmla_commit']} (CUTLASS {report['cutlass_commit']}), {report['nvcc']}, "
+                  f"built in {report['build_dir']}")
+        for c in report["checks"]:
+            mma = f", {c['mma']} x{c['mma_count']}" if c["mma"] else ""
+            out.print(f"  {'pass' if c['ok'] else 'FAIL'}  {c['arch']} {c['name']}: {c['kernel']} "
+                      f"{'present' if c['kernel_present'] else 'MISSING'}, {c['instructions']} SASS{mma}")
+        t = Table(title="SM100 head64: SASS code sites vs the replay Program (static = per request + per block)")
+        for col in ("instruction", "model", "SASS", "Program", "per block", "per request", "diff"):
+            t.add_column(col, justify="left" if col in ("instruction", "model") else "right")
+        for r in report["sass_table"]:
+            t.add_row(r["instruction"], r["model"], str(r["sass"]), str(r["program_static"]),
+                      str(r["program_per_block"]), str(r["program_per_request"]), str(r["difference"]))
+        out.print(t)
+        for k, v in fm.SASS_NOTES.items():
+            out.print(f"  {k}: {v}", markup=False)
+    if rows:
+        t = Table(title=f"FlashMLA vs replay (O rel <= {fm.O_TOL:g}, |LSE| <= {fm.LSE_TOL:g}, empty rows identical)")
+        for col in ("input set", "model", "b", "s_q", "topk", "O rel", "LSE abs", "empty rows", "status"):
+            t.add_column(col, justify="left" if col in ("input set", "model", "status") else "right")
+        for r in rows:
+            t.add_row(r.name, r.model, str(r.shape[0]), str(r.shape[1]), str(r.shape[2]), f"{r.o_rel:.2e}",
+                      f"{r.lse_abs:.2e}", f"{r.empty_rows} {'identical' if r.empty_identical else 'DIFFER'}",
+                      "pass" if r.ok else "FAIL")
+        out.print(t)
+    out.print(note, markup=False)
+    return 0 if ok else 1

@@ -430,10 +430,9 @@ SASS_ROWS = ("UTCHMMA.WS", "UTCCP.T.S", "UTCBAR", "UTMALDG.2D.GATHER4", "UTMALDG
 """The instructions compared (toolchain.md §4 names each one's PTX)."""
 
 SASS_NOTES = {
-    "LDTM.x32": "kernel.cuh (WG0, P readback): `if (warp & 1) {ld P -> p; ld P+32 -> p_peer} else {ld P -> p_peer; "
-                "ld P+32 -> p}` -- two branches of 2 loads each are 4 code sites; a thread executes one branch (2 "
-                "loads per block), which is what the Program holds (the branch is resolved per warp by "
-                "warp_offsets)",
+    "LDTM.x32": "kernel.cuh (WG0, load P): `if (warp_idx < 2) {ld P -> p; ld P+32 -> p_peer} else {ld P -> p_peer; "
+                "ld P+32 -> p}` -- two branches of 2 loads are 4 code sites; a thread executes one branch (2 loads "
+                "per block), which is what the Program holds (the branch is resolved per warp by warp_offsets)",
     "LDTM.x64": "4 code sites each: the lazy O rescale, the no-split epilogue and the split-KV epilogue (o_accum); "
                 "the Program replays one request without split-KV, so it has the first two (8)",
     "UBLKCP.G.S": "the split-KV epilogue's 16 bulk copies of 2,048-byte o_accum rows (an unrolled loop of B_H/4); "
@@ -623,3 +622,46 @@ def replay_recording(path) -> list[FlashMLAComparison]:
     """Replay simtc on a recording's inputs and compare with the recorded FlashMLA outputs (no GPU)."""
     _, sets = load_recording(path)
     return [compare(name, inp, got, _replay(inp)) for name, inp, got in sets]
+
+
+def open_build(path, *, cutlass=None, build_dir=None, progress: Progress | None = None) -> FlashMLABuild:
+    """``--flashmla DIR``: a build folder (``build.json``) is reopened as is; a FlashMLA checkout is built
+    (into ``build_dir``, default the cache)."""
+    p = Path(path).expanduser()
+    if (p / "build.json").is_file():
+        return load_build(p)
+    return build(find_checkout(p, cutlass), build_dir, progress=progress)
+
+
+def _checks(b: FlashMLABuild) -> list[dict]:
+    """The SASS checks of every cubin in the build, disassembled now (else as recorded at build time when no
+    disassembler is found here)."""
+    kernels = {"sm90": SM90_KERNELS, "sm100": dict.fromkeys(SM100_SOURCES, SM100_KERNEL)}
+    mmas = {"sm90": SM90_MMA, "sm100": dict.fromkeys(SM100_SOURCES, SM100_MMA)}
+    out = []
+    for arch in ("sm90", "sm100"):
+        part = b.manifest.get(arch, {})
+        for name in part.get("cubins", {}):
+            try:
+                c = _sass_check(b.cubin(arch, name), kernels[arch][name], mmas[arch].get(name))
+            except HardwareUnavailable:
+                c = dict(part.get("sass", {}).get(name, {}), recorded_at_build=True)
+            out.append({"arch": arch, "name": name, **c})
+    return out
+
+
+def build_report(b: FlashMLABuild) -> dict:
+    """The build checks (SASS of every FlashMLA kernel built) and the SM100 head64 SASS-vs-Program table."""
+    checks = _checks(b)
+    sass = {}
+    try:
+        for name in b.manifest.get("sm100", {}).get("cubins", {}):
+            sass[name] = sass_counts(b.cubin("sm100", name).read_bytes())
+    except HardwareUnavailable:
+        sass = {}
+    table = sass_table(sass) if sass else []
+    unexplained = [r for r in table if r["difference"] and not r["note"]]
+    return {"flashmla_commit": b.commit, "cutlass_commit": b.manifest.get("cutlass_commit"),
+            "nvcc": b.manifest.get("nvcc"), "build_dir": str(b.dir), "checks": checks,
+            "build_ok": bool(checks) and all(c.get("ok") for c in checks), "sass_table": table,
+            "sass_ok": not unexplained}
