@@ -134,15 +134,26 @@ class Cta:
     _observers: list[Callable] = field(init=False, factory=list)
     _bar_waits: dict[tuple[int, int], int] = field(init=False, factory=dict)
 
-    def __attrs_post_init__(self) -> None:
-        self.smem.on_access = self._smem_access
-        self.tmem.on_access = self._tmem_access
-
     # ---- observers -------------------------------------------------------------------------------------
     def observe(self, callback: Callable) -> Callable[[], None]:
-        """Call ``callback(kind, record, region)`` on every access; returns a function that stops it."""
+        """Call ``callback(kind, record, region)`` on every access; returns a function that stops it.
+
+        The memories' ``on_access`` hooks are set while at least one observer is registered (unobserved
+        accesses then take the memories' fast paths: no per-byte address lists).
+        """
         self._observers.append(callback)
-        return lambda: self._observers.remove(callback)
+        self._hook()
+
+        def stop() -> None:
+            self._observers.remove(callback)
+            self._hook()
+
+        return stop
+
+    def _hook(self) -> None:
+        on = bool(self._observers)
+        self.smem.on_access = self._smem_access if on else None
+        self.tmem.on_access = self._tmem_access if on else None
 
     def _smem_access(self, kind: str, addresses: np.ndarray) -> None:
         if self._observers:
