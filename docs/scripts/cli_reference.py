@@ -16,7 +16,7 @@ def commands(parser: argparse.ArgumentParser | None = None, path: tuple[str, ...
     """``[(path, parser), ...]`` for the top-level parser and every subcommand, depth first.
 
     >>> [" ".join(p) for p, _ in commands()][:2]
-    ['simtc', 'simtc smem']
+    ['simtc', 'simtc tour']
     """
     if parser is None:
         from simtc.cli import build_parser
