@@ -53,7 +53,7 @@ def test_at_least_ten_pages_and_the_promised_ones(site):
     pages = [p for p in site.rglob("*.html") if p.name != "404.html"]
     assert len(pages) >= 10
     for name in ("index", "start", "architecture", "fidelity", "cli", "gallery", "smem", "tmem", "numerics",
-                 "hardware", "sources", "api/simtc.smem", "api/simtc.tmem", "api/simtc.numerics"):
+                 "engine", "flashmla", "hardware", "sources", "api/simtc.smem", "api/simtc.tmem", "api/simtc.numerics"):
         assert (site / f"{name}.html").exists(), name
 
 
@@ -87,6 +87,68 @@ def test_fidelity_page_lists_statuses_and_every_inferred_tag(site):
     tagged = {p.relative_to(ROOT).as_posix() for p in (ROOT / "simtc").rglob("*.py")
               if "[inferred" in _text(p) and "render" not in p.parts}
     assert tagged and all(f"{rel}:" in html for rel in tagged)
+
+
+def _table_rows(page: str) -> list[tuple[str, ...]]:
+    """Every table row of an HTML page as a tuple of its cells' text (tags stripped, entities decoded)."""
+    import html
+
+    rows = []
+    for tr in re.findall(r"<tr>(.*?)</tr>", page, re.S):
+        cells = re.findall(r"<t[dh][^>]*>(.*?)</t[dh]>", tr, re.S)
+        rows.append(tuple(html.unescape(re.sub(r"<[^>]+>", "", c)).strip() for c in cells))
+    return rows
+
+
+def test_engine_page_lists_every_timing_parameter(site):
+    from simtc.engine.timing import PARAMETERS
+
+    rows = {r[:4] for r in _table_rows(_text(site / "engine.html")) if len(r) == 5}
+    for arch, table in PARAMETERS.items():
+        for p in table.values():
+            assert (p.name, str(p.value), p.unit, p.label) in rows, (arch, p.name)
+    # the parameter tables hold nothing else: one row per parameter of each architecture
+    params = [r for r in _table_rows(_text(site / "engine.html")) if len(r) == 5 and r[3] in ("measured", "derived",
+                                                                                               "assumed")]
+    assert len(params) == sum(len(t) for t in PARAMETERS.values())
+
+
+def test_engine_page_lists_every_hazard_rule_and_catalogue_entry(site):
+    from simtc.engine.hazards import RULES
+    from simtc.kernels.hazards import EXPECTED
+
+    rows = _table_rows(_text(site / "engine.html"))
+    rules = {r[0]: r for r in rows if len(r) == 3}
+    for rule in RULES.values():
+        assert rule.name in rules, rule.name
+        assert rules[rule.name][1] == rule.text and rules[rule.name][2] == rule.ref
+    flagged = {r[0]: r[2] for r in rows if len(r) == 4 and r[0].startswith("hazard/")}
+    assert flagged == {n: rule for n, rule in EXPECTED.items() if rule is not None}
+
+
+def test_engine_page_calibration_tables(site):
+    import json
+
+    rows = _table_rows(_text(site / "engine.html"))
+    b200 = [r for r in rows if len(r) == 8 and r[0] in ("SS", "TS")]
+    assert len(b200) == 12 and all(r[3] == r[4] or abs(float(r[3]) - float(r[4])) <= 2 for r in b200)
+    h200 = json.loads((ROOT / "tests" / "data" / "h200_wgmma_timing.json").read_text())["rows"]
+    shapes = {(r[0], r[1]) for r in rows if len(r) == 6 and r[0] in ("SS", "RS")}
+    assert shapes == {(r["operands"], str(r["n"])) for r in h200}
+    assert "calibrated on these 20 shapes" in _text(site / "engine.html")
+
+
+def test_flashmla_page_lists_every_mutation_and_variant(site):
+    from simtc.kernels.flashmla.alternatives import VARIANTS
+    from simtc.kernels.flashmla.mutations import CATALOGUE
+
+    html = _text(site / "flashmla.html")
+    rows = _table_rows(html)
+    caught = {r[0]: r[2] for r in rows if len(r) == 4 and r[0] in CATALOGUE}
+    assert caught == {m.name: m.caught_by for m in CATALOGUE.values()}
+    variants = [r[0] for r in rows if len(r) == 10 and r[0] != "variant"]
+    assert variants == list(VARIANTS)
+    assert "rowwise_max_buf" in html and "[inferred]" in html and "350" in html
 
 
 def test_gallery_svgs_are_generated_and_valid(site):

@@ -139,8 +139,15 @@ def tag_table(tags: tuple[str, ...] = ("[inferred", "[open]")) -> str:
 
 
 def _cell(text) -> str:
-    """Text safe inside a Markdown table cell."""
-    return str(text).replace("|", "\\|").replace("\n", " ")
+    """Text shown as written inside a Markdown table cell (no emphasis, code, HTML or column breaks).
+
+    >>> _cell("32*(w%4) .. 32*(w%4)+31 | a_b <c>")
+    '32\\\\*(w%4) .. 32\\\\*(w%4)+31 \\\\| a\\\\_b &lt;c>'
+    """
+    out = str(text).replace("\\", "\\\\").replace("&", "&amp;").replace("<", "&lt;").replace("\n", " ")
+    for ch in "|*_`[]":
+        out = out.replace(ch, "\\" + ch)
+    return out
 
 
 def timing_parameter_table(arch: str) -> str:
