@@ -175,30 +175,17 @@ def timing_label_counts() -> str:
     return "\n".join(out)
 
 
-# B200 tcgen05.mma BF16 cta_group::1 (SemiAnalysisAI/microbench-blackwell umma_latency/fit_results.csv, as
-# recorded in the fact sheet timing.md §1): (A/B source, M, N, latency cycles, II cycles)
-_B200_ROWS = (("SS", 64, 64, 152, 32.02), ("SS", 64, 128, 184, 64.02), ("SS", 64, 256, 248, 128.0),
-              ("SS", 128, 64, 168, 48.02), ("SS", 128, 128, 200, 64.02), ("SS", 128, 256, 264, 128.0),
-              ("TS", 64, 64, 136, 32.02), ("TS", 64, 128, 168, 64.03), ("TS", 64, 256, 232, 128.03),
-              ("TS", 128, 64, 136, 32.02), ("TS", 128, 128, 168, 64.02), ("TS", 128, 256, 232, 128.03))
-# GB200 tcgen05.mma.ws BF16 TS initiation intervals at depth 256 (KevinZeng08/microbench-blackwell
-# umma_throughput/tcgen05_mma_ws.md, timing.md §2): (collector usage, M) -> II at N = 64, 128, 256
-_WS_ROWS = {("discard", 32): (28.45, 44.46, 76.46), ("discard", 64): (28.46, 44.46, 76.46),
-            ("discard", 128): (42.46, 74.45, 138.46), ("pingpong", 64): (16.50, 32.50, 64.50),
-            ("reuse", 32): (9.52, 16.56, 32.63), ("reuse", 64): (16.50, 32.50, 64.50),
-            ("reuse", 128): (32.50, 64.49, 128.50)}
-
-
 def calibration_b200() -> str:
     """The 12 B200 rows, measured next to the model's prediction (computed now).
 
     >>> len(calibration_b200().splitlines())
     14
     """
+    from simtc.engine.calibration import B200_ROWS
     from simtc.engine.timing import predict_mma
 
     rows = []
-    for ab, m, n, lat, ii in _B200_ROWS:
+    for ab, m, n, lat, ii in B200_ROWS:
         t = predict_mma("sm100", m, n, operands=ab)
         rows.append(f"| {ab} | {m} | {n} | {lat} | {t.latency_cycles} | {ii} | {t.ii_cycles} | {t.bottleneck} |")
     return "\n".join(["| A/B | M | N | latency measured | latency model | II measured | II model | II set by |",
@@ -207,12 +194,13 @@ def calibration_b200() -> str:
 
 def calibration_ws() -> str:
     """The ``.ws`` initiation intervals (GB200), measured / model, for N = 64, 128, 256."""
+    from simtc.engine.calibration import WS_N, WS_TABLE
     from simtc.engine.timing import predict_mma
 
     rows = []
-    for (coll, m), measured in _WS_ROWS.items():
+    for (coll, m), measured in WS_TABLE.items():
         cells = [f"{x} / {predict_mma('sm100', m, n, operands='TS', ws=True, collector=coll).ii_cycles}"
-                 for n, x in zip((64, 128, 256), measured, strict=True)]
+                 for n, x in zip(WS_N, measured, strict=True)]
         rows.append(f"| {coll} | {m} | " + " | ".join(cells) + " |")
     return "\n".join(["| collector | M | N = 64 | N = 128 | N = 256 |", "|---|---|---|---|---|", *rows])
 

@@ -1,22 +1,15 @@
 """The MMA microbenchmark Programs run through the engine reproduce the measured B200 figures."""
 
-import csv
-from pathlib import Path
-
 import pytest
 
-from simtc.engine import timing
+from simtc.engine import calibration, timing
 from simtc.engine.microbench import DEPTHS, latency_program, run_mma
 from simtc.errors import SimtcError
 
-B200_CSV = Path(__file__).resolve().parents[3] / "shared" / "data" / "b200_tcgen05_bf16_1cta.csv"
-
 
 def _rows():
-    if not B200_CSV.exists():  # pragma: no cover - the shared data lives beside the repository
-        pytest.skip(f"{B200_CSV} not present")
-    with B200_CSV.open() as f:
-        return list(csv.DictReader(f))
+    return [{"ab_layout": r.operands, "m": r.m, "n": r.n, "latency_cycles": r.latency_cycles, "ii_cycles": r.ii_cycles}
+            for r in calibration.B200_ROWS]
 
 
 @pytest.mark.parametrize("i", range(12))
@@ -34,11 +27,7 @@ def test_b200_rows_through_the_engine(i):
 
 
 # timing.md §2, measured BF16 TS .ws IIs at depth 256 (KevinZeng08/microbench-blackwell, GB200)
-WS_MEASURED = {
-    ("discard", 32): (28.45, 44.46, 76.46), ("discard", 64): (28.46, 44.46, 76.46),
-    ("discard", 128): (42.46, 74.45, 138.46), ("pingpong", 64): (16.50, 32.50, 64.50),
-    ("reuse", 32): (9.52, 16.56, 32.63), ("reuse", 64): (16.50, 32.50, 64.50), ("reuse", 128): (32.50, 64.49, 128.50),
-}
+WS_MEASURED = calibration.WS_TABLE
 
 
 @pytest.mark.parametrize(("collector", "m"), sorted(WS_MEASURED))

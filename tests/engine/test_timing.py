@@ -22,6 +22,7 @@ from pathlib import Path
 
 import pytest
 
+from simtc.engine import calibration
 from simtc.engine.timing import (
     LABELS,
     PARAMETERS,
@@ -45,10 +46,19 @@ H200_JSON = ROOT / "tests" / "data" / "h200_wgmma_timing.json"
 
 
 def _b200_rows() -> list[dict]:
+    """The 12 B200 rows as the fact sheet's CSV spells them (from :mod:`simtc.engine.calibration`)."""
+    return [{"ab_layout": r.operands, "cta_group": "1", "m": str(r.m), "n": str(r.n), "k": "16",
+             "latency_cycles": str(r.latency_cycles), "ii_cycles": str(r.ii_cycles)} for r in calibration.B200_ROWS]
+
+
+def test_calibration_rows_equal_the_fact_sheet_csv():
     if not B200_CSV.exists():
-        pytest.skip(f"{B200_CSV} is not present in this checkout")
+        pytest.skip(f"{B200_CSV} is not present beside this checkout")
     with B200_CSV.open() as f:
-        return list(csv.DictReader(f))
+        rows = list(csv.DictReader(f))
+    assert [(r["ab_layout"], int(r["m"]), int(r["n"]), int(r["latency_cycles"]), float(r["ii_cycles"]))
+            for r in rows] == [tuple(r) for r in calibration.B200_ROWS]
+    assert {r["cta_group"] for r in rows} == {"1"} and {r["k"] for r in rows} == {"16"}
 
 
 # ---- calibration data -----------------------------------------------------------------------------
@@ -68,6 +78,7 @@ def test_b200_csv_rows_within_2_cycles_and_2_percent():
 
 
 # timing.md §2, measured BF16 TS at depth 256: {(collector, M): (N=64, N=128, N=256)}
+WS_TABLE = calibration.WS_TABLE
 WS_TABLE = {
     ("discard", 32): (28.45, 44.46, 76.46),
     ("discard", 64): (28.46, 44.46, 76.46),
