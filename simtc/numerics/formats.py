@@ -98,7 +98,6 @@ def _e4m3_table() -> np.ndarray:
 
 
 _E4M3 = _e4m3_table()
-_E4M3_POS = _E4M3[:0x7F]  # codes 0x00..0x7E, ascending magnitudes 0 .. 448
 
 
 # All 256 e5m2 codes (bias 15; exponent 0 = subnormal; 0x7C = inf; 0x7D-0x7F = NaN).
@@ -116,22 +115,38 @@ def _e5m2_table() -> np.ndarray:
 
 
 _E5M2 = _e5m2_table()
-_E5M2_POS = _E5M2[:0x7C]  # codes 0x00..0x7B, ascending magnitudes 0 .. 57344
 
 
-def _f32_to_fp8_rn_satfinite(x: np.ndarray, table: np.ndarray, nan_code) -> np.ndarray:
-    """Round to nearest even into an fp8 format, finite overflow and Inf clamped to the largest value."""
-    top = table[-1]
-    mag = np.abs(x.astype(np.float64))
-    sign = np.where(np.signbit(x), 0x80, 0x00).astype(np.uint8)
-    clipped = np.minimum(np.nan_to_num(mag, nan=0.0, posinf=top), top)
-    hi = np.minimum(np.searchsorted(table, clipped, side="left"), len(table) - 1)
-    lo = np.maximum(hi - 1, 0)
-    d_hi, d_lo = table[hi] - clipped, clipped - table[lo]
-    pick_hi = (d_hi < d_lo) | ((d_hi == d_lo) & (hi % 2 == 0))
-    code = np.where(pick_hi, hi, lo).astype(np.uint8)
-    code = np.where(np.isnan(x), nan_code(x), code)
-    return code | sign
+_FP8 = {"e4m3": (4, 3, 7, 0x7E), "e5m2": (5, 2, 15, 0x7B)}
+"""fp8 formats: exponent bits, mantissa bits, bias, largest finite code (OCP FP8; PTX ISA 9.0 §5.2.5)."""
+
+
+def _f32_to_fp8_rn_satfinite(x: np.ndarray, fmt: str, nan_code) -> np.ndarray:
+    """Round to nearest even into an fp8 format, finite overflow and Inf clamped to the largest value.
+
+    Bit-level, on the float32 pattern: a target-normal result (|x| >= 2**emin) rebiases the exponent
+    field and rounds the low ``23 - m`` bits away, ties to even (a mantissa carry moves into the
+    exponent, as it must); a target-subnormal one adds 2**(emin - m + 23) in float32, whose ulp is the
+    fp8 subnormal quantum, so the float32 addition itself rounds to nearest even, and the code is the
+    number of quanta above that constant. Every code above the largest finite one (Inf included)
+    saturates to it; NaN gives ``nan_code``. Checked against a nearest-value search over every float16
+    and random float32 patterns (tests/numerics/test_formats.py).
+    """
+    _, mbits, bias, top = _FP8[fmt]
+    u = x.reshape(-1).view(np.uint32)  # 1-d: array arithmetic wraps silently (a 0-d scalar would warn)
+    a = u & np.uint32(0x7FFFFFFF)
+    s = 23 - mbits
+    magic = np.float32(2.0 ** (1 - bias - mbits + 23))  # ulp = the subnormal quantum 2**(emin - m)
+    with np.errstate(invalid="ignore"):  # a signalling NaN in the addition (NaN is handled below)
+        sub = (a.view(np.float32) + magic).view(np.uint32) - magic.view(np.uint32)
+    v = a - np.uint32((127 - bias) << 23)  # rebiased (wraps where the result is subnormal: not used there)
+    nor = (v + np.uint32((1 << (s - 1)) - 1) + ((v >> np.uint32(s)) & np.uint32(1))) >> np.uint32(s)
+    code = np.where(a < np.uint32((128 - bias) << 23), sub, nor)
+    code = np.minimum(code, np.uint32(top)).astype(np.uint8)  # satfinite: overflow and Inf -> largest finite
+    nan = a > np.uint32(0x7F800000)
+    if nan.any():
+        code = np.where(nan, nan_code(u.view(np.float32)), code)
+    return (code | ((u >> np.uint32(24)) & np.uint32(0x80)).astype(np.uint8)).reshape(x.shape)
 
 
 def _e5m2_nan(x: np.ndarray) -> np.ndarray:
@@ -169,7 +184,7 @@ def _f32_to_bf16_rne(x: np.ndarray) -> np.ndarray:
 
 
 def _f32_to_e4m3_rn_satfinite(x: np.ndarray) -> np.ndarray:
-    return _f32_to_fp8_rn_satfinite(x, _E4M3_POS, lambda v: np.uint8(0x7F))
+    return _f32_to_fp8_rn_satfinite(x, "e4m3", lambda v: np.uint8(0x7F))
 
 
 def encode_bits(values, dtype: str | DtypeInfo, rounding: str = "rn") -> np.ndarray:
@@ -212,7 +227,7 @@ def encode_bits(values, dtype: str | DtypeInfo, rounding: str = "rn") -> np.ndar
     if info.name == "e4m3":
         return _f32_to_e4m3_rn_satfinite(x)
     if info.name == "e5m2":
-        return _f32_to_fp8_rn_satfinite(x, _E5M2_POS, _e5m2_nan)
+        return _f32_to_fp8_rn_satfinite(x, "e5m2", _e5m2_nan)
     if info.name == "ue8m0":
         return _f32_to_ue8m0(x, rounding)
     return x.view(np.uint32).copy()

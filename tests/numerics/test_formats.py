@@ -40,6 +40,51 @@ def test_fp8_round_to_nearest_even_satfinite(x, fmt):
     assert got == _nearest_even(float(np.float32(x)), pos)
 
 
+def _fp8_by_search(x: np.ndarray, fmt: str) -> np.ndarray:
+    """Reference fp8 encoding by value search (vectorized): the nearest of the format's finite values in float64
+    (exact: every float32 and every fp8 value is a float64), ties to the even code, satfinite, NaN as CUDA
+    (e4m3 0x7F; e5m2 0x7E | the two top mantissa bits), the sign bit kept."""
+    top = 0x7E if fmt == "e4m3" else 0x7B
+    table = decode_bits(np.arange(top + 1, dtype=np.uint8), fmt).astype(np.float64)
+    nan = np.isnan(x)
+    mag = np.minimum(np.where(nan, 0.0, np.abs(x.astype(np.float64, copy=True))), table[-1])
+    hi = np.minimum(np.searchsorted(table, mag), top)
+    lo = np.maximum(hi - 1, 0)
+    d_hi, d_lo = table[hi] - mag, mag - table[lo]
+    code = np.where((d_hi < d_lo) | ((d_hi == d_lo) & (hi % 2 == 0)), hi, lo).astype(np.uint8)
+    nan_code = 0x7F if fmt == "e4m3" else 0x7E | ((x.view(np.uint32) >> 21) & 0x3).astype(np.uint8)
+    code = np.where(nan, nan_code, code).astype(np.uint8)
+    return code | np.where(np.signbit(x), 0x80, 0).astype(np.uint8)
+
+
+def _fp8_probe_inputs(fmt: str) -> np.ndarray:
+    """Every float16 value; 2**21 random float32 bit patterns (NaN, Inf, subnormals included); every midpoint
+    between neighbouring fp8 values (the ties) and the float32 values one ulp either side, both signs; the
+    float32 extremes."""
+    rng = np.random.default_rng(11)
+    top = 0x7E if fmt == "e4m3" else 0x7B
+    vals = decode_bits(np.arange(top + 1, dtype=np.uint8), fmt)
+    mids = ((vals[:-1].astype(np.float64) + vals[1:]) / 2).astype(np.float32)
+    mids = np.concatenate([mids, [vals[-1] * np.float32(1 + 2**-(4 if fmt == "e4m3" else 3))]]).astype(np.float32)
+    near = np.concatenate([mids, np.nextafter(mids, np.float32(0)), np.nextafter(mids, np.float32(np.inf)), vals])
+    special = np.array([0.0, np.inf, np.nan, 2.0**-149, 2.0**-126, np.finfo(np.float32).max], np.float32)
+    x = np.concatenate([np.arange(1 << 16, dtype=np.uint16).view(np.float16).astype(np.float32),
+                        rng.integers(0, 1 << 32, size=1 << 21, dtype=np.uint64).astype(np.uint32).view(np.float32),
+                        near, special])
+    return np.concatenate([x, -x])
+
+
+@pytest.mark.parametrize("fmt", ["e4m3", "e5m2"])
+def test_fp8_bit_level_encoding_matches_value_search(fmt):
+    x = _fp8_probe_inputs(fmt)
+    with np.errstate(invalid="ignore"):
+        want = _fp8_by_search(x, fmt)
+    got = encode_bits(x, fmt)
+    bad = np.flatnonzero(got != want)
+    assert bad.size == 0, (fmt, x[bad[:8]].tolist(), got[bad[:8]].tolist(), want[bad[:8]].tolist())
+    assert encode_bits(np.float32(-0.0), fmt).shape == () and int(encode_bits(np.float32(-0.0), fmt)) == 0x80
+
+
 def test_fp8_specials_follow_cuda():
     # cuda_fp8.hpp __nv_cvt_double_to_fp8 (satfinite): Inf -> max, NaN -> 0x7F (e4m3) / 0x7E (e5m2)
     assert encode_bits(np.float32([np.inf, -np.inf, np.nan]), "e4m3").tolist() == [0x7E, 0xFE, 0x7F]
