@@ -1,13 +1,16 @@
 """``simtc replay flashmla-head64``: the whole FlashMLA SM100 head64 decode kernel on seeded data, checked.
 
-``simtc replay flashmla-head64 [--model v32|model1] [--blocks B] [--seed S] [--timing-only] [--step [N]]
-[--svg FILE] [--json] [--mutate NAME] [--list-mutations]`` runs :func:`simtc.kernels.flashmla.replay.replay`
-on the engine and prints its summary (or, with ``--json``, ``{"model", "blocks", "instructions",
-"per_block", "cycles", "cycles_per_block", "tmem_columns", "smem_bytes", "o_rel_error",
-"lse_max_abs_error", "p_bit_exact", "hazards", "deadlock", "events", "wall_seconds", ...}``).
+``simtc replay flashmla-head64 [--model v32|model1] [--blocks B] [--seed S] [--timing-only [--rescale-blocks
+LIST]] [--step [N]] [--svg FILE] [--json] [--mutate NAME] [--list-mutations]`` runs
+:func:`simtc.kernels.flashmla.replay.replay` on the engine and prints its summary (or, with ``--json``,
+``{"model", "blocks", "instructions", "per_block", "cycles", "cycles_per_block", "tmem_columns", "smem_bytes",
+"o_rel_error", "lse_max_abs_error", "p_bit_exact", "rescale_blocks", "rescale_source", "hazards", "deadlock",
+"events", "wall_seconds", "inputs_seconds", "check_seconds", ...}``).
 
 * ``--mutate NAME`` seeds one bug of :mod:`simtc.kernels.flashmla.mutations` (``--list-mutations``
   lists them): the replay must catch it, so the exit status is then 1.
+* ``--timing-only`` builds no data: which blocks take the lazy O rescale (data dependent) is then an
+  assumption, ``--rescale-blocks LIST`` (default none); the output says so (``rescale_source`` "assumed").
 * ``--step [N]`` runs the first N events (default 40) one engine step at a time and prints each event
   with what the waiting warps wait on, then a snapshot of every warp (non-interactive, bounded).
 * ``--svg FILE`` writes the run's timeline (one row per warp, unit and mbarrier) as SVG.
@@ -40,6 +43,9 @@ def register(sub) -> None:
     p.add_argument("--seed", type=int_in(0, 2**32 - 1, "a seed is an integer 0-4294967295"), default=0,
                    help="input seed (default 0)")
     p.add_argument("--timing-only", action="store_true", help="footprints and timing only (no data, no numerics)")
+    p.add_argument("--rescale-blocks", type=_block_list, metavar="LIST", default=None,
+                   help="with --timing-only: the blocks assumed to take the lazy O rescale, e.g. 2,5 (default: "
+                        "none; with data the replay derives them from P)")
     p.add_argument("--json", action="store_true", help="print only machine-readable JSON")
     p.add_argument("--mutate", metavar="NAME", default=None,
                    help="seed one bug of the mutation catalogue (see --list-mutations); exit 1 when it is caught "
@@ -56,6 +62,16 @@ def register(sub) -> None:
     p.add_argument("--save-outputs", type=output_path, metavar="FILE.npz", default=None,
                    help="with --inputs: write the kernel's outputs (out, lse) in FlashMLA's format (default: none)")
     p.set_defaults(handler=run)
+
+
+def _block_list(text: str) -> list[int]:
+    """``--rescale-blocks 2,5`` -> [2, 5] (an empty string: no block)."""
+    import argparse
+
+    try:
+        return [int(t) for t in text.split(",") if t.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: a comma-separated list of block indices, e.g. 2,5") from None
 
 
 def _list_mutations(as_json: bool) -> int:
@@ -144,6 +160,11 @@ def run(args) -> int:
 
         def transform(program):
             return mutate(program, name)
+    if args.rescale_blocks is not None and not args.timing_only:
+        from simtc.errors import SimtcError
+
+        raise SimtcError("--rescale-blocks is an assumption for --timing-only runs; with data the replay derives "
+                         "the rescaled blocks from P", rule="replay --rescale-blocks needs --timing-only")
     if args.inputs is not None or args.save_outputs is not None:
         from simtc.cli.inputs import run_replay_inputs
 
@@ -155,7 +176,7 @@ def run(args) -> int:
     from simtc.kernels.flashmla.replay import replay
 
     r = replay(args.model, args.blocks, args.seed, timing_only=args.timing_only, transform=transform,
-               keep_engine=args.svg is not None)
+               keep_engine=args.svg is not None, rescale=args.rescale_blocks)
     if args.svg is not None:
         from simtc.cli._common import write_svg
 

@@ -98,3 +98,38 @@ def test_cli_json(capsys):
                 "wall_seconds"):
         assert key in out
     assert out["model"] == "model1" and out["tmem_columns"] == 448 and np.isfinite(out["o_rel_error"])
+
+
+def test_timing_only_builds_no_data_and_states_the_assumed_rescale(monkeypatch):
+    full = replay.replay("v32", 4, seed=0, keep_engine=True)
+    assert full.rescale_blocks == [2] and full.rescale_source == "data"
+
+    def no_data(*a, **k):
+        raise AssertionError("timing only must not build inputs or compute P")
+
+    monkeypatch.setattr(replay, "make_inputs", no_data)
+    monkeypatch.setattr(replay, "reference_p", no_data)
+    same = replay.replay("v32", 4, seed=0, timing_only=True, rescale=[2], keep_engine=True)
+    none = replay.replay("v32", 4, seed=0, timing_only=True)
+    assert same.rescale_source == none.rescale_source == "assumed" and none.rescale_blocks == []
+    assert same.o_rel_error is None and same.inputs_seconds == 0.0 and same.ok
+    # with the data's pattern assumed, timing only is the semantics run's trace, event for event
+    assert same.engine.trace == full.engine.trace and same.instructions == full.instructions
+    # no rescale: per thread 4 O chunks x (ld, wait::ld, FMUL2 block, st, wait::st) and 2 fences fewer
+    assert none.events < same.events and none.instructions["tcgen05.ld"] == same.instructions["tcgen05.ld"] - 4
+    for bad in ([0], [4]):
+        with pytest.raises(SimtcError, match=r"block index 1\.\.3"):
+            replay.replay("v32", 4, timing_only=True, rescale=bad)
+
+
+def test_cli_rescale_blocks(capsys):
+    from simtc.cli import main
+
+    assert main(["replay", "flashmla-head64", "--blocks", "3", "--timing-only", "--rescale-blocks", "1,2",
+                 "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["rescale_blocks"] == [1, 2] and out["rescale_source"] == "assumed" and out["o_rel_error"] is None
+    assert out["inputs_seconds"] == 0.0 and out["check_seconds"] == 0.0 and out["wall_seconds"] > 0
+    assert main(["replay", "flashmla-head64", "--rescale-blocks", "1"]) == 2
+    assert "needs --timing-only" in capsys.readouterr().err
+    assert main(["replay", "flashmla-head64", "--timing-only", "--rescale-blocks", "x"]) == 2

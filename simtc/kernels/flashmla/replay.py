@@ -29,6 +29,7 @@ import time
 import numpy as np
 from attrs import field, frozen
 
+from simtc.errors import SimtcError
 from simtc.kernels.flashmla import effects as _effects  # noqa: F401  (registers the effects)
 from simtc.kernels.flashmla.constants import B_H, B_TOPK
 from simtc.kernels.flashmla.head64 import head64_program, per_block_counts, role_counts, setup_records
@@ -245,6 +246,13 @@ class Head64Replay:
     critical_path: dict
     wall_seconds: float
     tflops_b200: float
+    rescale_source: str = "data"
+    """Where :attr:`rescale_blocks` comes from: "data" (the reference P), "given" (the caller's list, checked by
+    the softmax effect at run time) or "assumed" (timing only: no data to decide it)."""
+    inputs_seconds: float = 0.0
+    """Seconds making the inputs (0 for timing only); :attr:`wall_seconds` excludes them."""
+    check_seconds: float = 0.0
+    """Seconds of the float64 reference, the reference P and the comparisons; :attr:`wall_seconds` excludes them."""
     engine: object = field(default=None, eq=False, repr=False)
     """The finished :class:`simtc.engine.Engine` (``replay(..., keep_engine=True)``; else None)."""
 
@@ -259,10 +267,12 @@ class Head64Replay:
                 "per_block": self.per_block, "cycles": self.cycles, "cycles_per_block": self.cycles_per_block,
                 "tmem_columns": self.tmem_columns, "smem_bytes": self.smem_bytes, "o_rel_error": self.o_rel_error,
                 "lse_max_abs_error": self.lse_max_abs_error, "p_bit_exact": self.p_bit_exact,
-                "rescale_blocks": self.rescale_blocks, "hazards": self.hazards, "deadlock": self.deadlock,
+                "rescale_blocks": self.rescale_blocks, "rescale_source": self.rescale_source, "hazards": self.hazards,
+                "deadlock": self.deadlock,
                 "semantics_errors": self.semantics_errors, "events": self.events, "per_role": self.per_role,
                 "critical_path": self.critical_path, "tflops_b200": self.tflops_b200,
-                "published_tflops_b200": PUBLISHED_TFLOPS, "wall_seconds": self.wall_seconds, "ok": self.ok}
+                "published_tflops_b200": PUBLISHED_TFLOPS, "wall_seconds": self.wall_seconds,
+                "inputs_seconds": self.inputs_seconds, "check_seconds": self.check_seconds, "ok": self.ok}
 
     def summary(self) -> str:
         lines = [f"FlashMLA head64 {self.model.upper()}: {self.blocks} block(s), seed {self.seed}: "
@@ -276,6 +286,9 @@ class Head64Replay:
             lines.append(f"  O rel. error {self.o_rel_error:.2e} (<= {O_TOL}), LSE max abs error "
                          f"{self.lse_max_abs_error:.2e} (<= {LSE_TOL}), P bit-exact {self.p_bit_exact}; "
                          f"O rescaled in blocks {self.rescale_blocks or 'none'}")
+        else:
+            lines.append(f"  timing only (no data): O rescale {self.rescale_source} in blocks "
+                         f"{self.rescale_blocks or 'none'}")
         from simtc.kernels.flashmla.alternatives import hbm_bound
 
         hb = hbm_bound(self.model)
@@ -290,7 +303,8 @@ class Head64Replay:
         lines.append(f"  critical path ({sum(self.critical_path.values())} events): " + ", ".join(
             f"{r} {n}" for r, n in self.critical_path.items()))
         lines.append(f"  hazards {len(self.hazards)}, deadlock {'yes' if self.deadlock else 'no'}, "
-                     f"{self.events} events, {self.wall_seconds:.2f} s")
+                     f"{self.events} events, {self.wall_seconds:.2f} s replay + {self.inputs_seconds:.2f} s inputs + "
+                     f"{self.check_seconds:.2f} s checks")
         for h in self.hazards[:5]:
             lines.append(f"    hazard: {h}")
         for e in self.semantics_errors[:5]:
@@ -318,9 +332,18 @@ def _flat_counts(program) -> dict[str, int]:
     return out
 
 
+def _rescale_flags(blocks: int, rescale) -> list[bool]:
+    """Block indices (``rescale``) -> one flag per block; refused when out of range (block 0 never rescales)."""
+    idx = sorted({int(i) for i in rescale})
+    if any(i < 1 or i >= blocks for i in idx):
+        raise SimtcError(f"rescale blocks {idx}: each must be a block index 1..{blocks - 1} of this {blocks}-block "
+                         "request", rule="O is rescaled only after the request's first block (kernel.cuh)")
+    return [i in idx for i in range(blocks)]
+
+
 def replay(model_name: str | Head64Model = "v32", blocks: int = 4, seed: int = 0, *, timing_only: bool = False,
            check: bool = True, transform=None, keep_engine: bool = False,
-           inputs: Head64Inputs | None = None) -> Head64Replay:
+           inputs: Head64Inputs | None = None, rescale=None) -> Head64Replay:
     """Replay one request on the engine and check it (numerics skipped with ``timing_only``).
 
     ``transform``: a function Program -> Program applied to the kernel before the run (a seeded bug of
@@ -328,17 +351,39 @@ def replay(model_name: str | Head64Model = "v32", blocks: int = 4, seed: int = 0
     ``keep_engine``: keep the finished engine in :attr:`Head64Replay.engine` (trace, timeline, units).
     ``inputs``: replay this request instead of seeded ones (model, blocks, seed taken from it; e.g. one row of a
     FlashMLA inputs file, :func:`simtc.kernels.flashmla.io.request`).
+    ``rescale``: the block indices that take the lazy O rescale. With full numerics the default (None) derives
+    them from the data (:func:`rescale_blocks` on the reference P); a given list is used as is (the softmax
+    effect refuses a block whose data disagrees). With ``timing_only`` no inputs are built and no P is
+    computed: the pattern is an assumption, None meaning no block rescales (``rescale_source`` = "assumed").
+
+    Seconds, all measured inside this call (no interpreter start-up): ``wall_seconds`` is the replay proper
+    (building the Program, loading the request into global memory, the engine run with the semantics layer and
+    the effects, reading back O and LSE, the counts and the critical path); ``inputs_seconds`` making the seeded
+    inputs (fp8 encoding, dequantization); ``check_seconds`` the float64 reference attention and the reference P
+    (with the rescale pattern derived from it) and the comparisons.
     """
     from simtc.engine import Engine
     from simtc.semantics import Cta, execute
 
     m = model(model_name)
-    t0 = time.perf_counter()
+    t_in = time.perf_counter()
     if inputs is not None:
         m, blocks, seed = inputs.model, inputs.blocks, inputs.seed
-    inp = inputs if inputs is not None else make_inputs(m, blocks, seed)
-    p_ref = reference_p(inp)
-    resc = rescale_blocks(inp, p_ref)
+    inp = None
+    if not timing_only:
+        inp = inputs if inputs is not None else make_inputs(m, blocks, seed)
+    t_chk = time.perf_counter()
+    inputs_s = t_chk - t_in
+    p_ref = None
+    if rescale is not None:
+        resc, source = _rescale_flags(blocks, rescale), "given" if not timing_only else "assumed"
+    elif timing_only:
+        resc, source = [False] * blocks, "assumed"
+    else:
+        p_ref = reference_p(inp)
+        resc, source = rescale_blocks(inp, p_ref), "data"
+    t0 = time.perf_counter()
+    check_s = t0 - t_chk
     program = head64_program(m, blocks, resc)
     if transform is not None:
         program = transform(program)
@@ -351,17 +396,23 @@ def replay(model_name: str | Head64Model = "v32", blocks: int = 4, seed: int = 0
         for r in setup_records(m):
             execute(r, cta, warp=0)
         eng = Engine(program, mode="semantics", check=check, cta=cta).run()
+        o, lse = read_o(cta.gmem["o"]), cta.gmem["lse"]
     o_err = lse_err = p_exact = None
     if not timing_only:
-        o = read_o(cta.gmem["o"])
+        t_c = time.perf_counter()
+        if p_ref is None:
+            p_ref = reference_p(inp)
         if inp.valid.any():
             o_ref, lse_ref = reference_attention(inp)
             o_err = float(np.linalg.norm(o - o_ref) / np.linalg.norm(o_ref))
-            lse_err = float(np.abs(cta.gmem["lse"].astype(np.float64) - lse_ref).max())
+            lse_err = float(np.abs(lse.astype(np.float64) - lse_ref).max())
         else:  # no valid token: O = 0 and LSE = +inf exactly (kernel.cuh epilogue; flashmla_head64.md §11)
             o_err = 0.0 if not o.any() else float("inf")
-            lse_err = 0.0 if np.all(cta.gmem["lse"] == np.inf) else float("inf")
+            lse_err = 0.0 if np.all(lse == np.inf) else float("inf")
         p_exact = bool(np.array_equal(cta.gmem["head64.p_trace"].view(np.uint32), p_ref.view(np.uint32)))
+        dt = time.perf_counter() - t_c
+        check_s += dt
+        t0 += dt
     phases = [e.cycle for e in eng.trace if e.kind == "phase" and e.detail.startswith("sv_done")]
     cpb = (phases[-1] - phases[0]) / (len(phases) - 1) if len(phases) >= 2 else float(eng.cycles)
     flops = 2 * B_H * B_TOPK * (m.d_q + m.d_v)
@@ -381,6 +432,5 @@ def replay(model_name: str | Head64Model = "v32", blocks: int = 4, seed: int = 0
         [h.to_json() for h in eng.hazards], eng.deadlock, list(eng.semantics_errors), len(eng.trace),
         eng.per_role(), crit, round(time.perf_counter() - t0, 4),
         flops / (cpb / (B200_CLOCK_GHZ * 1e9)) * B200_SMS / 1e12 if cpb else 0.0,
+        rescale_source=source, inputs_seconds=round(inputs_s, 4), check_seconds=round(check_s, 4),
         engine=eng if keep_engine else None)
-
-
