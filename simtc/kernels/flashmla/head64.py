@@ -157,7 +157,10 @@ def _q_copies(m: Head64Model) -> list[Cp]:
     return out
 
 
-def _qk_mmas(m: Head64Model, b: int) -> list[Mma]:
+@functools.lru_cache(maxsize=16)
+def _qk_mmas(name: str, b: int) -> tuple[Mma, ...]:
+    """KV buffer b's QK instructions: every block on that buffer issues these same records (built once)."""
+    m = model(name)
     nope0 = m.smem[f"dequant{b}.nope"].offset
     out = []
     if m.v32:
@@ -168,10 +171,13 @@ def _qk_mmas(m: Head64Model, b: int) -> list[Mma]:
         desc = NOPE_VIEW.descriptor(start=nope0 + NOPE_VIEW.nbytes * (k // 4), k_slice=k % 4)
         out.append(Mma(P_COLUMN, Q_COLUMN + _COLS_PER_K * k, desc, QK_IDESC, enable_input_d=m.v32 or k > 0, ws=True,
                        label=f"QK k={k}"))
-    return out
+    return tuple(out)
 
 
-def _pv_mmas(m: Head64Model, b: int, first: bool) -> list[Mma]:
+@functools.lru_cache(maxsize=16)
+def _pv_mmas(name: str, b: int, first: bool) -> tuple[Mma, ...]:
+    """KV buffer b's PV instructions (``first``: the request's first block overwrites O), built once."""
+    m = model(name)
     s0, v0 = m.smem["s"].offset, m.smem[f"dequant{b}.nope"].offset
     out = []
     for k in range(4):
@@ -180,7 +186,7 @@ def _pv_mmas(m: Head64Model, b: int, first: bool) -> list[Mma]:
             bd = SmemDescriptor(start=v0 + 2048 * k + 32768 * n, lbo=8192, sbo=1024, layout_type="SW128")
             out.append(Mma(O_COLUMN + 128 * n, a, bd, PV_IDESC, enable_input_d=not (first and k == 0), ws=True,
                            label=f"PV k={k} n={n}"))
-    return out
+    return tuple(out)
 
 
 def _mma_role(m: Head64Model, blocks: int) -> list:
@@ -189,7 +195,7 @@ def _mma_role(m: Head64Model, blocks: int) -> list:
                  MbarrierTryWait("q_utccp", 0), FenceAfterThreadSync()]
     for i in range(blocks):
         b, ph, _, _ = _ring(i)
-        qk = _qk_mmas(m, b)
+        qk = _qk_mmas(m.name, b)
         if m.v32:
             rec += [MbarrierTryWait(f"rope_ready[{b}]", ph), FenceAfterThreadSync(), *qk[:2],
                     MbarrierTryWait(f"nope_ready[{b}]", ph), FenceAfterThreadSync(), *qk[2:]]
@@ -197,150 +203,204 @@ def _mma_role(m: Head64Model, blocks: int) -> list:
             rec += [MbarrierTryWait(f"rope_ready[{b}]", ph), MbarrierTryWait(f"nope_ready[{b}]", ph),
                     FenceAfterThreadSync(), *qk]
         rec += [Commit(f"qk_done[{b}]", label=f"QK done, block {i}"), MbarrierTryWait(f"so_ready[{b}]", ph),
-                FenceAfterThreadSync(), *_pv_mmas(m, b, i == 0), Commit(f"sv_done[{b}]", label=f"PV done, block {i}")]
+                FenceAfterThreadSync(), *_pv_mmas(m.name, b, i == 0),
+                Commit(f"sv_done[{b}]", label=f"PV done, block {i}")]
     return rec
 
 
 # ---- producers --------------------------------------------------------------------------------------------
 def _raw_role(m: Head64Model, blocks: int) -> list:
     rec: list = [MbarrierTryWait("q_utccp", 0), MbarrierTryWait("last_store_done", 0)]
-    coord0 = m.smem["tma_coord"].offset
     for i in range(blocks):
-        b, ph, ib, iph = _ring(i)
-        raw = m.smem[f"raw_nope{b}"].offset
-        rec += [MbarrierTryWait(f"valid_coord_scale_ready[{ib}]", iph), MbarrierTryWait(f"raw_free[{b}]", ph ^ 1)]
-        for j in range(m.nope_gathers):
-            reg = f"coord{b}.{j}"  # one register per gather and buffer: TMA reads it when the copy runs
-            rec += [LdShared(coord0 + 256 * ib + 16 * j, 16, reg, threads=1),
-                    CpAsyncBulkTensor(raw + m.d_nope * 4 * j, 4 * m.d_nope, f"raw_ready[{b}]", mode="gather4",
-                                      tensor="kv_nope", coords=(0,), rows=4, coord_reg=reg)]
-        explicit = 2 * m.nope_gathers + 4
-        rec += [MbarrierArriveExpectTx(f"raw_ready[{b}]", B_TOPK * m.d_nope),
-                MbarrierArrive(f"valid_coord_scale_free[{ib}]"),
-                CudaCoreBlock("raw producer loop", _other(_PRODUCER_TOTAL["raw"], explicit))]
+        rec += _raw_block(m.name, *_ring(i))
     return rec
+
+
+@functools.lru_cache(maxsize=64)
+def _raw_block(name: str, b: int, ph: int, ib: int, iph: int) -> tuple:
+    """One block of the raw producer; blocks in the same ring state issue the same records (built once)."""
+    m = model(name)
+    coord0 = m.smem["tma_coord"].offset
+    raw = m.smem[f"raw_nope{b}"].offset
+    rec: list = [MbarrierTryWait(f"valid_coord_scale_ready[{ib}]", iph), MbarrierTryWait(f"raw_free[{b}]", ph ^ 1)]
+    for j in range(m.nope_gathers):
+        reg = f"coord{b}.{j}"  # one register per gather and buffer: TMA reads it when the copy runs
+        rec += [LdShared(coord0 + 256 * ib + 16 * j, 16, reg, threads=1),
+                CpAsyncBulkTensor(raw + m.d_nope * 4 * j, 4 * m.d_nope, f"raw_ready[{b}]", mode="gather4",
+                                  tensor="kv_nope", coords=(0,), rows=4, coord_reg=reg)]
+    explicit = 2 * m.nope_gathers + 4
+    rec += [MbarrierArriveExpectTx(f"raw_ready[{b}]", B_TOPK * m.d_nope),
+            MbarrierArrive(f"valid_coord_scale_free[{ib}]"),
+            CudaCoreBlock("raw producer loop", _other(_PRODUCER_TOTAL["raw"], explicit))]
+    return tuple(rec)
 
 
 def _rope_role(m: Head64Model, blocks: int) -> list:
     rec: list = [MbarrierTryWait("q_utccp", 0), MbarrierTryWait("last_store_done", 0)]
+    for i in range(blocks):
+        rec += _rope_block(m.name, *_ring(i))
+    return rec
+
+
+@functools.lru_cache(maxsize=64)
+def _rope_block(name: str, b: int, ph: int, ib: int, iph: int) -> tuple:
+    """One block of the RoPE producer (built once per ring state)."""
+    m = model(name)
     coord0 = m.smem["tma_coord"].offset
     row_elems = {"SW64": 32, "SW128": 64}[m.rope_swizzle]
     per_row = m.d_rope // row_elems
-    for i in range(blocks):
-        b, ph, ib, iph = _ring(i)
-        rope = m.smem[f"dequant{b}.rope"].offset
-        free = f"qk_done[{b}]" if m.v32 else f"sv_done[{b}]"
-        rec += [MbarrierTryWait(f"valid_coord_scale_ready[{ib}]", iph), MbarrierTryWait(free, ph ^ 1)]
-        for j in range(B_TOPK // 4):
-            reg = f"coord{b}.{j}"
-            rec.append(LdShared(coord0 + 256 * ib + 16 * j, 16, reg, threads=1))
-            rec += [CpAsyncBulkTensor(rope + 4 * j * 2 * row_elems + t * B_TOPK * 2 * row_elems, 4 * 2 * row_elems,
-                                      f"rope_ready[{b}]", mode="gather4", tensor="kv_rope", coords=(row_elems * t,),
-                                      rows=4, coord_reg=reg, swizzle=m.rope_swizzle) for t in range(per_row)]
-        explicit = B_TOPK // 4 * (1 + per_row) + 4
-        total = _PRODUCER_TOTAL["rope_v32" if m.v32 else "rope_model1"]
-        rec += [MbarrierArriveExpectTx(f"rope_ready[{b}]", B_TOPK * m.d_rope * 2),
-                MbarrierArrive(f"valid_coord_scale_free[{ib}]"),
-                CudaCoreBlock("rope producer loop", _other(total, explicit))]
-    return rec
+    rope = m.smem[f"dequant{b}.rope"].offset
+    free = f"qk_done[{b}]" if m.v32 else f"sv_done[{b}]"
+    rec: list = [MbarrierTryWait(f"valid_coord_scale_ready[{ib}]", iph), MbarrierTryWait(free, ph ^ 1)]
+    for j in range(B_TOPK // 4):
+        reg = f"coord{b}.{j}"
+        rec.append(LdShared(coord0 + 256 * ib + 16 * j, 16, reg, threads=1))
+        rec += [CpAsyncBulkTensor(rope + 4 * j * 2 * row_elems + t * B_TOPK * 2 * row_elems, 4 * 2 * row_elems,
+                                  f"rope_ready[{b}]", mode="gather4", tensor="kv_rope", coords=(row_elems * t,),
+                                  rows=4, coord_reg=reg, swizzle=m.rope_swizzle) for t in range(per_row)]
+    explicit = B_TOPK // 4 * (1 + per_row) + 4
+    total = _PRODUCER_TOTAL["rope_v32" if m.v32 else "rope_model1"]
+    rec += [MbarrierArriveExpectTx(f"rope_ready[{b}]", B_TOPK * m.d_rope * 2),
+            MbarrierArrive(f"valid_coord_scale_free[{ib}]"),
+            CudaCoreBlock("rope producer loop", _other(total, explicit))]
+    return tuple(rec)
 
 
 def _index_role(m: Head64Model, blocks: int) -> list:
     rec: list = []
     for i in range(blocks):
-        _, _, ib, iph = _ring(i)
-        valid = m.smem["is_token_valid"].offset + 8 * ib
-        rec += [CudaCoreBlock("index load", (("LDG.E.64", 1), ("IMAD", 2)), effect="fmla.index_load",
-                              regs_written=("idx",)),
-                MbarrierTryWait(f"valid_coord_scale_free[{ib}]", iph ^ 1),
-                CudaCoreBlock("index transform", (("LDG.E.128" if m.v32 else "LDG.E.64", 2), ("SHFL.BFLY", 2),
-                                                  ("STS.U8", 1), ("other", 233)),
-                              effect="fmla.index_transform", regs_read=("idx",), regs_written=("coords", "scales"),
-                              smem_writes=((valid, valid + 8),)),
-                StShared(m.smem["tma_coord"].offset + 256 * ib, 8, "coords"),
-                StShared(m.smem["scales"].offset + ib * B_TOPK * m.num_scales, 2 * m.num_scales, "scales"),
-                MbarrierArrive(f"valid_coord_scale_ready[{ib}]")]
+        rec += _index_block(m.name, *_ring(i)[2:])
     return rec
+
+
+@functools.lru_cache(maxsize=64)
+def _index_block(name: str, ib: int, iph: int) -> tuple:
+    """One block of the index warp (built once per index-ring state)."""
+    m = model(name)
+    valid = m.smem["is_token_valid"].offset + 8 * ib
+    rec = [CudaCoreBlock("index load", (("LDG.E.64", 1), ("IMAD", 2)), effect="fmla.index_load",
+                         regs_written=("idx",)),
+           MbarrierTryWait(f"valid_coord_scale_free[{ib}]", iph ^ 1),
+           CudaCoreBlock("index transform", (("LDG.E.128" if m.v32 else "LDG.E.64", 2), ("SHFL.BFLY", 2),
+                                             ("STS.U8", 1), ("other", 233)),
+                         effect="fmla.index_transform", regs_read=("idx",), regs_written=("coords", "scales"),
+                         smem_writes=((valid, valid + 8),)),
+           StShared(m.smem["tma_coord"].offset + 256 * ib, 8, "coords"),
+           StShared(m.smem["scales"].offset + ib * B_TOPK * m.num_scales, 2 * m.num_scales, "scales"),
+           MbarrierArrive(f"valid_coord_scale_ready[{ib}]")]
+    return tuple(rec)
 
 
 def _dequant_role(m: Head64Model, blocks: int) -> list:
     rec: list = [MbarrierTryWait("q_utccp", 0)]
     for i in range(blocks):
-        b, ph, ib, iph = _ring(i)
-        raw, nope = m.smem[f"raw_nope{b}"], m.smem[f"dequant{b}.nope"]
-        sc = m.smem["scales"].offset + ib * B_TOPK * m.num_scales
-        rec += [MbarrierTryWait(f"valid_coord_scale_ready[{ib}]", iph), MbarrierTryWait(f"raw_ready[{b}]", ph),
-                MbarrierTryWait(f"sv_done[{b}]", ph ^ 1),
-                CudaCoreBlock("dequant", _dequant_counts(m), effect="fmla.dequant",
-                              smem_reads=((raw.offset, raw.end), (sc, sc + B_TOPK * m.num_scales)),
-                              smem_writes=((nope.offset, nope.end),)),
-                FenceProxyAsync(), MbarrierArrive(f"nope_ready[{b}]"), MbarrierArrive(f"raw_free[{b}]"),
-                MbarrierArrive(f"valid_coord_scale_free[{ib}]")]
+        rec += _dequant_block(m.name, *_ring(i))
     return rec
+
+
+@functools.lru_cache(maxsize=64)
+def _dequant_block(name: str, b: int, ph: int, ib: int, iph: int) -> tuple:
+    """One block of the dequant warpgroup (built once per ring state)."""
+    m = model(name)
+    raw, nope = m.smem[f"raw_nope{b}"], m.smem[f"dequant{b}.nope"]
+    sc = m.smem["scales"].offset + ib * B_TOPK * m.num_scales
+    rec = [MbarrierTryWait(f"valid_coord_scale_ready[{ib}]", iph), MbarrierTryWait(f"raw_ready[{b}]", ph),
+           MbarrierTryWait(f"sv_done[{b}]", ph ^ 1),
+           CudaCoreBlock("dequant", _dequant_counts(m), effect="fmla.dequant",
+                         smem_reads=((raw.offset, raw.end), (sc, sc + B_TOPK * m.num_scales)),
+                         smem_writes=((nope.offset, nope.end),)),
+           FenceProxyAsync(), MbarrierArrive(f"nope_ready[{b}]"), MbarrierArrive(f"raw_free[{b}]"),
+           MbarrierArrive(f"valid_coord_scale_free[{ib}]")]
+    return tuple(rec)
 
 
 # ---- softmax warpgroup ------------------------------------------------------------------------------------
 _SLOT = 4096  # one exchange slot: 256 entries x 16 B
 
 
+_OWN = (0, 128, 256, 384)  # rowwise_max_buf[t]: 4 B per thread, warp w starts at thread 32w
+_PEER = (256, 384, 0, 128)  # rowwise_max_buf[t ^ 64]
+
+
 def _softmax_role(m: Head64Model, blocks: int, rescale: Sequence[bool]) -> list:
-    pex, s0 = m.smem["p_exchange_buf"].offset, m.smem["s"].offset
-    rmax = m.smem["rowwise_max_buf"].offset
-    counts = _softmax_counts()
-    own = (0, 128, 256, 384)  # rowwise_max_buf[t]: 4 B per thread, warp w starts at thread 32w
-    peer = (256, 384, 0, 128)  # rowwise_max_buf[t ^ 64]
     rec: list = [BulkWaitGroupRead(0, label="tma_store_wait<0>"), MbarrierArrive("last_store_done"),
                  CudaCoreBlock("softmax init", (("MOV", 3),), effect="fmla.softmax_init", regs_written=("state",))]
     for i in range(blocks):
-        b, ph, ib, iph = _ring(i)
-        valid = m.smem["is_token_valid"].offset + 8 * ib
-        exp_effect = "fmla.exp.first" if i == 0 else ("fmla.exp.rescale" if rescale[i] else "fmla.exp")
-        rec += [BarSync(*_WG0, label="exchange and row-max buffers free"),
-                MbarrierTryWait(f"valid_coord_scale_ready[{ib}]", iph), MbarrierTryWait(f"qk_done[{b}]", ph),
-                FenceAfterThreadSync(),
-                Ld(P_COLUMN, "32x32b", 32, "p_c0", label="P columns 400-431"),
-                Ld(P_COLUMN + 32, "32x32b", 32, "p_c1", label="P columns 432-463"),
-                WaitLd(), FenceBeforeThreadSync(),
-                CudaCoreBlock("p own/peer", (), effect="fmla.p_select", regs_read=("p_c0", "p_c1"),
-                              regs_written=("p", *(f"pex{j}" for j in range(8))))]
-        rec += [StShared(pex + 512 * j, 16, f"pex{j}", warp_offsets=(2 * _SLOT, 3 * _SLOT, 0, _SLOT),
-                         label=f"p_peer[{4 * j}:{4 * j + 4}] -> slot w^2") for j in range(8)]
-        rec.append(BarSync(_PAIR[0], _PAIR[1], warp_ids=(_PAIR[0], _PAIR[0] + 1, _PAIR[0], _PAIR[0] + 1),
-                           label="pair barrier (warps 0+2 / 1+3)"))
-        rec += [LdShared(pex + 512 * j, 16, f"pin{j}", warp_offsets=(0, _SLOT, 2 * _SLOT, 3 * _SLOT),
-                         label=f"slot w[{4 * j}:{4 * j + 4}]") for j in range(8)]
-        rec += [CudaCoreBlock("add, mask, row max", counts["reduce"], effect="fmla.reduce",
-                              regs_read=("p", *(f"pin{j}" for j in range(8))), regs_written=("p", "cur"),
-                              smem_reads=((valid, valid + 8),)),
-                StShared(rmax, 4, "cur", warp_offsets=own),
-                BarSync(*_WG0, label="row max written"),
-                MbarrierArrive(f"valid_coord_scale_free[{ib}]"),
-                LdShared(rmax, 4, "cur_peer", warp_offsets=peer),
-                CudaCoreBlock("lazy rescale, exp2, li", counts["exp"] + (counts["rescale_exp"] if rescale[i] else ()),
-                              effect=exp_effect, regs_read=("p", "cur", "cur_peer", "state"),
-                              regs_written=("state", "s0", "s1", "s2", "s3"))]
-        rec += [StShared(s0 + 1024 * j, 16, f"s{j}", warp_offsets=(0, 512, 4096, 4608), label=f"S chunk {j}")
-                for j in range(4)]
-        if rescale[i]:
-            rec.append(FenceAfterThreadSync())
-            for c in range(4):
-                rec += [Ld(O_COLUMN + 64 * c, "32x32b", 64, "o", label=f"O chunk {c}"), WaitLd(),
-                        CudaCoreBlock("O x scale_for_old", counts["o_rescale"], effect="fmla.o_rescale",
-                                      regs_read=("o", "state"), regs_written=("o",)),
-                        St(O_COLUMN + 64 * c, "32x32b", 64, "o"), WaitSt()]
-            rec.append(FenceBeforeThreadSync())
-        rec += [FenceProxyAsync(), MbarrierArrive(f"so_ready[{b}]")]
-    b, ph, _, _ = _ring(blocks - 1)
-    rec += [CudaCoreBlock("li final", (("FSETP", 1), ("FSEL", 2)), effect="fmla.li_final", regs_read=("state",),
-                          regs_written=("li",)),
-            StShared(rmax, 4, "li", warp_offsets=own), BarSync(*_WG0, label="li written"),
-            LdShared(rmax, 4, "li_peer", warp_offsets=peer),
-            CudaCoreBlock("LSE", (("FADD", 1), ("MUFU.LG2", 1), ("FFMA", 1), ("STG.E", 1), ("MUFU.EX2", 1),
-                                  ("MUFU.RCP", 1)), effect="fmla.lse", regs_read=("li", "li_peer", "state"),
-                          regs_written=("state",)),
-            MbarrierTryWait(f"sv_done[{b}]", ph), FenceAfterThreadSync()]
+        rec += _softmax_block(m.name, *_ring(i), i == 0, bool(rescale[i]))
+    return rec + list(_softmax_epilogue(m.name, *_ring(blocks - 1)[:2]))
+
+
+@functools.lru_cache(maxsize=128)
+def _softmax_block(name: str, b: int, ph: int, ib: int, iph: int, first: bool, rescale: bool) -> tuple:
+    """One block of the softmax warpgroup (built once per ring state, first block and rescale flag)."""
+    m = model(name)
+    pex, s0 = m.smem["p_exchange_buf"].offset, m.smem["s"].offset
+    rmax = m.smem["rowwise_max_buf"].offset
+    counts = _softmax_counts()
+    own, peer = _OWN, _PEER
+    valid = m.smem["is_token_valid"].offset + 8 * ib
+    exp_effect = "fmla.exp.first" if first else ("fmla.exp.rescale" if rescale else "fmla.exp")
+    rec: list = [BarSync(*_WG0, label="exchange and row-max buffers free"),
+                 MbarrierTryWait(f"valid_coord_scale_ready[{ib}]", iph), MbarrierTryWait(f"qk_done[{b}]", ph),
+                 FenceAfterThreadSync(),
+                 Ld(P_COLUMN, "32x32b", 32, "p_c0", label="P columns 400-431"),
+                 Ld(P_COLUMN + 32, "32x32b", 32, "p_c1", label="P columns 432-463"),
+                 WaitLd(), FenceBeforeThreadSync(),
+                 CudaCoreBlock("p own/peer", (), effect="fmla.p_select", regs_read=("p_c0", "p_c1"),
+                               regs_written=("p", *(f"pex{j}" for j in range(8))))]
+    rec += [StShared(pex + 512 * j, 16, f"pex{j}", warp_offsets=(2 * _SLOT, 3 * _SLOT, 0, _SLOT),
+                     label=f"p_peer[{4 * j}:{4 * j + 4}] -> slot w^2") for j in range(8)]
+    rec.append(BarSync(_PAIR[0], _PAIR[1], warp_ids=(_PAIR[0], _PAIR[0] + 1, _PAIR[0], _PAIR[0] + 1),
+                       label="pair barrier (warps 0+2 / 1+3)"))
+    rec += [LdShared(pex + 512 * j, 16, f"pin{j}", warp_offsets=(0, _SLOT, 2 * _SLOT, 3 * _SLOT),
+                     label=f"slot w[{4 * j}:{4 * j + 4}]") for j in range(8)]
+    rec += [CudaCoreBlock("add, mask, row max", counts["reduce"], effect="fmla.reduce",
+                          regs_read=("p", *(f"pin{j}" for j in range(8))), regs_written=("p", "cur"),
+                          smem_reads=((valid, valid + 8),)),
+            StShared(rmax, 4, "cur", warp_offsets=own),
+            BarSync(*_WG0, label="row max written"),
+            MbarrierArrive(f"valid_coord_scale_free[{ib}]"),
+            LdShared(rmax, 4, "cur_peer", warp_offsets=peer),
+            CudaCoreBlock("lazy rescale, exp2, li", counts["exp"] + (counts["rescale_exp"] if rescale else ()),
+                          effect=exp_effect, regs_read=("p", "cur", "cur_peer", "state"),
+                          regs_written=("state", "s0", "s1", "s2", "s3"))]
+    rec += [StShared(s0 + 1024 * j, 16, f"s{j}", warp_offsets=(0, 512, 4096, 4608), label=f"S chunk {j}")
+            for j in range(4)]
+    if rescale:
+        rec.append(FenceAfterThreadSync())
+        for c in range(4):
+            rec += [Ld(O_COLUMN + 64 * c, "32x32b", 64, "o", label=f"O chunk {c}"), WaitLd(),
+                    CudaCoreBlock("O x scale_for_old", counts["o_rescale"], effect="fmla.o_rescale",
+                                  regs_read=("o", "state"), regs_written=("o",)),
+                    St(O_COLUMN + 64 * c, "32x32b", 64, "o"), WaitSt()]
+        rec.append(FenceBeforeThreadSync())
+    rec += [FenceProxyAsync(), MbarrierArrive(f"so_ready[{b}]")]
+    return tuple(rec)
+
+
+@functools.lru_cache(maxsize=1)
+def _o_stage_offsets() -> tuple[tuple[int, ...], ...]:
+    """Per 16-B store j of the O staging: the SW128 byte offset of rows 0-31 at dim 8j, relative to row 0 dim 0
+    (one per lane; NOPE_TILE, vectorized once)."""
+    base = int(NOPE_TILE.offset(0, 0))
+    return tuple(tuple(int(v) - base for v in NOPE_TILE.offset(list(range(32)), [8 * j] * 32)) for j in range(8))
+
+
+@functools.lru_cache(maxsize=16)
+def _softmax_epilogue(name: str, b: int, ph: int) -> tuple:
+    """The softmax warpgroup after its last block (on KV buffer b, phase ph): LSE, O out through TMA (built once)."""
+    m = model(name)
+    rmax = m.smem["rowwise_max_buf"].offset
+    own, peer = _OWN, _PEER
+    rec: list = [CudaCoreBlock("li final", (("FSETP", 1), ("FSEL", 2)), effect="fmla.li_final",
+                               regs_read=("state",), regs_written=("li",)),
+                 StShared(rmax, 4, "li", warp_offsets=own), BarSync(*_WG0, label="li written"),
+                 LdShared(rmax, 4, "li_peer", warp_offsets=peer),
+                 CudaCoreBlock("LSE", (("FADD", 1), ("MUFU.LG2", 1), ("FFMA", 1), ("STG.E", 1), ("MUFU.EX2", 1),
+                                       ("MUFU.RCP", 1)), effect="fmla.lse", regs_read=("li", "li_peer", "state"),
+                               regs_written=("state",)),
+                 MbarrierTryWait(f"sv_done[{b}]", ph), FenceAfterThreadSync()]
     obuf = m.smem["o_buf"].offset
-    lane = [NOPE_TILE.offset(lane_i, 0) for lane_i in range(32)]  # SW128 row offsets of rows 0-31 (chunk 0)
     for c in range(4):
         col_base = (256 if c >= 2 else 0) + 64 * (c % 2)
         rec += [Ld(O_COLUMN + 64 * c, "32x32b", 64, "o", label=f"O chunk {c}"), WaitLd(),
@@ -348,8 +408,7 @@ def _softmax_role(m: Head64Model, blocks: int, rescale: Sequence[bool]) -> list:
                               effect="fmla.o_out", regs_read=("o", "state"),
                               regs_written=tuple(f"ob{j}" for j in range(8)))]
         tile = obuf + 8192 * (col_base // 64)
-        for j in range(8):
-            offs = tuple(int(NOPE_TILE.offset(li, 8 * j)) - int(lane[0]) for li in range(32))
+        for j, offs in enumerate(_o_stage_offsets()):
             rec.append(StShared(tile, 16, f"ob{j}", offsets=offs, warp_offsets=(0, 4096, 16384, 20480),
                                 label=f"O chunk {c} dims +{8 * j}"))
         rec += [FenceProxyAsync(), BarSync(*_WG0, label="O chunk staged"),
@@ -358,7 +417,7 @@ def _softmax_role(m: Head64Model, blocks: int, rescale: Sequence[bool]) -> list:
                 CpAsyncBulkTensorStore(tile + 16384, 8192, tensor="o", coords=(8192 * (col_base // 64 + 2),),
                                        label=f"O tile {col_base // 64 + 2} (warp 1's store)")]
     rec.append(BulkCommitGroup())
-    return rec
+    return tuple(rec)
 
 
 # ---- the Program ------------------------------------------------------------------------------------------
@@ -422,10 +481,21 @@ def role_counts(program: Program) -> dict[str, dict[str, int]]:
 
 def per_block_counts(model_name: str | Head64Model = "v32", rescale: bool = False) -> dict[str, dict[str, int]]:
     """Per role, one steady-state block's counts: the difference between 3 and 2 blocks (block 2, a middle block)."""
-    m = model(model_name)
-    a = role_counts(head64_program(m, 3, [False, False, rescale]))
-    b = role_counts(head64_program(m, 2))
+    return {r: dict(c) for r, c in _per_block_counts(model(model_name).name, bool(rescale)).items()}
+
+
+@functools.lru_cache(maxsize=8)
+def _per_block_counts(name: str, rescale: bool) -> dict[str, dict[str, int]]:
+    a = role_counts(head64_program(name, 3, [False, False, rescale]))
+    b = role_counts(head64_program(name, 2))
     return {r: {k: v - b[r].get(k, 0) for k, v in a[r].items() if v - b[r].get(k, 0)} for r in a}
+
+
+def clear_caches() -> None:
+    """Forget every built Program and block (benchmarks time a first build with this)."""
+    for f in (_build, _per_block_counts, _o_stage_offsets, _qk_mmas, _pv_mmas, _raw_block, _rope_block, _index_block,
+              _dequant_block, _softmax_block, _softmax_epilogue):
+        f.cache_clear()
 
 
 # ---- variants and mutations (the hook the mutation catalogue plugs into) ----------------------------------

@@ -316,16 +316,16 @@ def _tmem_columns(program) -> int:
     cols: set[int] = set()
     for role in program.roles:
         for w in role.warps[:1]:
-            for r in role.records:
+            for r in {id(r): r for r in role.records}.values():  # each record object once (blocks share)
                 fp = r.footprint(w)
                 for t in (*fp.tmem_reads, *fp.tmem_writes):
                     cols.update(range(t.col0, t.col0 + t.cols))
     return len(cols)
 
 
-def _flat_counts(program) -> dict[str, int]:
+def _flat_counts(counts: dict) -> dict[str, int]:
     out: dict[str, int] = {}
-    for c in role_counts(program).values():
+    for c in counts.values():
         for k, v in c.items():
             if not k.startswith("cuda_core:"):
                 out[k] = out.get(k, 0) + v
@@ -420,14 +420,10 @@ def replay(model_name: str | Head64Model = "v32", blocks: int = 4, seed: int = 0
     for i in eng.critical_path():
         role = eng.trace[i].role or "(barrier)"
         crit[role] = crit.get(role, 0) + 1
-    per = per_block_counts(m)
-    flat_block: dict[str, int] = {}
-    for c in per.values():
-        for k, v in c.items():
-            if not k.startswith("cuda_core:"):
-                flat_block[k] = flat_block.get(k, 0) + v
+    counts = role_counts(program)
     return Head64Replay(
-        m.name, blocks, seed, _flat_counts(program), flat_block, role_counts(program), eng.cycles, float(cpb),
+        m.name, blocks, seed, _flat_counts(counts), _flat_counts(per_block_counts(m)), counts, eng.cycles,
+        float(cpb),
         _tmem_columns(program), m.smem.total, o_err, lse_err, p_exact, [i for i, r in enumerate(resc) if r],
         [h.to_json() for h in eng.hazards], eng.deadlock, list(eng.semantics_errors), len(eng.trace),
         eng.per_role(), crit, round(time.perf_counter() - t0, 4),
