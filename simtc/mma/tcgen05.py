@@ -24,6 +24,8 @@ independent GEMMs: FlashMLA's dual GEMM.
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 from attrs import frozen
 
@@ -89,16 +91,46 @@ class MmaPlan:
                 f"({self.form}, M={self.idesc.m}, N={self.idesc.n})")
 
     def d_cells(self) -> tuple[np.ndarray, np.ndarray]:
-        """(lane, column) of every D element, both (rows, N): the layout's map from the D column."""
-        lane, col = self.layout.full_map()
-        return lane, col + self.d.column
+        """(lane, column) of every D element, both (rows, N): the layout's map from the D column (read-only)."""
+        return _d_cells(self.layout, self.d.column)
 
     def written(self) -> np.ndarray:
-        """Boolean (rows, N): the D elements actually written (``disable_output_lane`` clears lanes)."""
-        lane, _ = self.layout.full_map()
-        if not self.disable_output_lane:
-            return np.ones(lane.shape, dtype=bool)
-        return ((int(self.disable_output_lane) >> lane.astype(object)) & 1 == 0).astype(bool)
+        """Boolean (rows, N): the D elements actually written (``disable_output_lane`` clears lanes; read-only)."""
+        return _written(self.layout, int(self.disable_output_lane))
+
+
+def _read_only(*arrays: np.ndarray) -> None:
+    for a in arrays:
+        a.setflags(write=False)
+
+
+@functools.lru_cache(maxsize=256)
+def _d_cells(layout: DataPathLayout, column: int) -> tuple[np.ndarray, np.ndarray]:
+    lane, col = layout.full_map()
+    col = col + column
+    _read_only(col)
+    return lane, col
+
+
+@functools.lru_cache(maxsize=256)
+def _written(layout: DataPathLayout, disable_output_lane: int) -> np.ndarray:
+    lane, _ = layout.full_map()
+    if not disable_output_lane:
+        out = np.ones(lane.shape, dtype=bool)
+    else:
+        out = ((disable_output_lane >> lane.astype(object)) & 1 == 0).astype(bool)
+    _read_only(out)
+    return out
+
+
+@functools.lru_cache(maxsize=256)
+def _written_cells(layout: DataPathLayout, column: int, disable_output_lane: int):
+    """(all written?, lanes, columns) of the D cells written, read-only: what every write-back of the plan needs."""
+    lane, col = _d_cells(layout, column)
+    write = _written(layout, disable_output_lane)
+    lw, cw = lane[write], col[write]
+    _read_only(lw, cw)
+    return bool(write.all()), lw, cw
 
 
 def _idesc(idesc) -> InstrDescriptor:
@@ -158,8 +190,19 @@ def plan_mma(*, d_taddr, b_desc: SmemDescriptor | int, idesc: InstrDescriptor | 
              ws: bool = False, disable_output_lane: int = 0, zero_column_mask: int = 0) -> MmaPlan:
     """Validation and layout: check the operand list and lane alignments, pick the data-path layout.
 
-    Raises the :class:`~simtc.errors.SimtcError` naming the broken rule; reads no memory.
+    Raises the :class:`~simtc.errors.SimtcError` naming the broken rule; reads no memory. A plan depends on
+    the operands alone, so it is computed once per operand list (a refused one is refused every time).
     """
+    args = (d_taddr, b_desc, idesc, a_desc, a_taddr, enable_input_d, ws, disable_output_lane, zero_column_mask)
+    try:
+        hash(args)
+    except TypeError:  # e.g. a numpy array as an operand: plan it without the cache
+        return _plan_mma(*args)
+    return _plan_mma_cached(*args)
+
+
+def _plan_mma(d_taddr, b_desc, idesc, a_desc, a_taddr, enable_input_d, ws, disable_output_lane,
+              zero_column_mask) -> MmaPlan:
     d = _idesc(idesc)
     _check_operand_list(d, a_desc=a_desc, a_taddr=a_taddr, ws=ws, disable_output_lane=disable_output_lane,
                         zero_column_mask=zero_column_mask)
@@ -174,17 +217,28 @@ def plan_mma(*, d_taddr, b_desc: SmemDescriptor | int, idesc: InstrDescriptor | 
                    int(disable_output_lane))
 
 
-def ts_a_operand(tm: TensorMemory, a_taddr, layout: DataPathLayout, dtype: str) -> np.ndarray:
-    """A as each lane group reads it from TMEM: shape (split, rows, 16) of float32 values."""
-    addr = as_address(a_taddr)
+_plan_mma_cached = functools.lru_cache(maxsize=1024)(_plan_mma)
+
+
+@functools.lru_cache(maxsize=256)
+def _ts_a_cells(layout: DataPathLayout, column: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(lanes, columns, low-half?) of the A cells each lane group reads, shape (split, rows, 16), read-only."""
     rows = layout.rows
     lanes = layout.a_lanes(np.arange(rows))  # (rows, split); Layout F's lane alignment is included
     col_off, half = DataPathLayout.a_cell(np.arange(INSTR_K))
-    cols = addr.column + col_off  # (16,)
-    lanes_b = np.broadcast_to(lanes.T[:, :, None], (layout.split, rows, INSTR_K))
-    cols_b = np.broadcast_to(cols[None, None, :], lanes_b.shape)
+    cols = column + col_off  # (16,)
+    lanes_b = np.ascontiguousarray(np.broadcast_to(lanes.T[:, :, None], (layout.split, rows, INSTR_K)))
+    cols_b = np.ascontiguousarray(np.broadcast_to(cols[None, None, :], lanes_b.shape))
+    low = np.broadcast_to(half[None, None, :] == 0, lanes_b.shape)
+    _read_only(lanes_b, cols_b)
+    return lanes_b, cols_b, low
+
+
+def ts_a_operand(tm: TensorMemory, a_taddr, layout: DataPathLayout, dtype: str) -> np.ndarray:
+    """A as each lane group reads it from TMEM: shape (split, rows, 16) of float32 values."""
+    lanes_b, cols_b, low = _ts_a_cells(layout, as_address(a_taddr).column)
     cells = tm.read_cells(lanes_b, cols_b, "tcgen05.mma A operand (TMEM)")
-    bits = np.where(half[None, None, :] == 0, cells & 0xFFFF, cells >> 16).astype(np.uint16)
+    bits = np.where(low, cells & 0xFFFF, cells >> 16).astype(np.uint16)
     return decode_bits(bits, dtype)
 
 
@@ -243,12 +297,11 @@ def mma_write_back(tm: TensorMemory, plan: MmaPlan, out: np.ndarray, writer) -> 
     Returns the (lanes, columns) written. An f16 D goes to the low 16 bits; the high 16 bits are
     written as zero [inferred: PTX does not say].
     """
-    lane, col = plan.d_cells()
-    write = plan.written()
-    vals = out[write]
+    every, lanes, cols = _written_cells(plan.layout, plan.d.column, plan.disable_output_lane)
+    vals = np.ascontiguousarray(out).reshape(-1) if every else out[plan.written()]  # C order either way
     cells = encode_bits(vals, "fp16").astype(np.uint32) if plan.idesc.d_format == "fp16" else vals.view(np.uint32)
-    tm.write_cells(lane[write], col[write], cells, tm.instruction(writer))
-    return lane[write], col[write]
+    tm.write_cells(lanes, cols, cells, tm.instruction(writer))
+    return lanes, cols
 
 
 def tcgen05_mma(tm: TensorMemory, smem: SharedMemory, *, d_taddr, b_desc: SmemDescriptor | int,

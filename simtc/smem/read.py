@@ -28,6 +28,8 @@ and the swizzle is applied to ``start + offset`` (absolute address).
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from simtc.errors import DescriptorError
@@ -159,6 +161,22 @@ def _major(value) -> Major:
     return major(value)
 
 
+@functools.lru_cache(maxsize=1024)
+def _decoded(word: int, arch: str) -> SmemDescriptor:
+    """A 64-bit descriptor word decoded once per (word, arch): descriptors are values."""
+    return SmemDescriptor.from_u64(word, arch)
+
+
+@functools.lru_cache(maxsize=1024)
+def _addresses(reading, desc: SmemDescriptor, mj, eb: int, rows: int, k: int, hypothesis: str | None) -> np.ndarray:
+    """``reading`` (:func:`descriptor_addresses`) computed once per descriptor and extents, read-only: the reading
+    of a descriptor depends on nothing else, and a kernel issues the same few descriptors again and again. The
+    function is part of the key, so a replaced reading (a test's spy) is called, never served another's result."""
+    addr = reading(desc, major=mj, elem_bytes=eb, rows=rows, k=k, base_offset_hypothesis=hypothesis)
+    addr.setflags(write=False)
+    return addr
+
+
 def read_bits(smem, desc: SmemDescriptor | int, *, major: str | Major, elem_bytes: int, rows: int, k: int,
               base_offset_hypothesis: str | None = None) -> np.ndarray:
     """The bit patterns (rows x k, unsigned) read through ``desc`` from ``smem`` (a SharedMemory).
@@ -168,9 +186,8 @@ def read_bits(smem, desc: SmemDescriptor | int, *, major: str | Major, elem_byte
     descriptor is decoded for ``smem.arch``. Elements are little-endian.
     """
     if not isinstance(desc, SmemDescriptor):
-        desc = SmemDescriptor.from_u64(int(desc), smem.arch)
+        desc = _decoded(int(desc), smem.arch)
     eb = int(elem_bytes)
-    addr = descriptor_addresses(desc, major=major, elem_bytes=eb, rows=rows, k=k,
-                                base_offset_hypothesis=base_offset_hypothesis)
+    addr = _addresses(descriptor_addresses, desc, major, eb, int(rows), int(k), base_offset_hypothesis)
     raw = np.ascontiguousarray(smem.gather(addr, eb))
     return raw.view({1: "<u1", 2: "<u2", 4: "<u4"}[eb])[..., 0].astype({1: np.uint8, 2: np.uint16, 4: np.uint32}[eb])
