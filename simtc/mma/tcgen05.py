@@ -220,6 +220,12 @@ def _plan_mma(d_taddr, b_desc, idesc, a_desc, a_taddr, enable_input_d, ws, disab
 _plan_mma_cached = functools.lru_cache(maxsize=1024)(_plan_mma)
 
 
+def clear_caches() -> None:
+    """Forget the cached plans and cell maps (benchmarks time a cold run with this)."""
+    for f in (_plan_mma_cached, _d_cells, _written, _written_cells, _ts_a_cells):
+        f.cache_clear()
+
+
 @functools.lru_cache(maxsize=256)
 def _ts_a_cells(layout: DataPathLayout, column: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(lanes, columns, low-half?) of the A cells each lane group reads, shape (split, rows, 16), read-only."""

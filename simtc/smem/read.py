@@ -161,6 +161,12 @@ def _major(value) -> Major:
     return major(value)
 
 
+def clear_caches() -> None:
+    """Forget the cached descriptor readings (benchmarks time a cold run with this)."""
+    _decoded.cache_clear()
+    _addresses.cache_clear()
+
+
 @functools.lru_cache(maxsize=1024)
 def _decoded(word: int, arch: str) -> SmemDescriptor:
     """A 64-bit descriptor word decoded once per (word, arch): descriptors are values."""

@@ -40,8 +40,8 @@ from simtc.numerics.fdpa import tensor_core_mma
 from simtc.numerics.formats import decode_bits, encode_bits
 from simtc.smem.memory import SharedMemory
 
-__all__ = ["B200_CLOCK_GHZ", "B200_SMS", "PUBLISHED_TFLOPS", "Head64Inputs", "Head64Replay", "make_inputs",
-           "reference_p", "replay", "rescale_blocks", "split_dims"]
+__all__ = ["B200_CLOCK_GHZ", "B200_SMS", "PUBLISHED_TFLOPS", "Head64Inputs", "Head64Replay", "clear_caches",
+           "make_inputs", "reference_p", "replay", "rescale_blocks", "split_dims"]
 
 B200_SMS = 148
 B200_CLOCK_GHZ = 1.965
@@ -330,6 +330,18 @@ def _flat_counts(counts: dict) -> dict[str, int]:
             if not k.startswith("cuda_core:"):
                 out[k] = out.get(k, 0) + v
     return out
+
+
+def clear_caches() -> None:
+    """Forget what a replay caches across calls (built Programs and blocks, MMA plans, descriptor readings), so
+    that a benchmark times a replay as a fresh process would run it (less the interpreter start-up)."""
+    from simtc.kernels.flashmla import head64
+    from simtc.mma import tcgen05
+    from simtc.smem import read
+
+    head64.clear_caches()
+    tcgen05.clear_caches()
+    read.clear_caches()
 
 
 def _rescale_flags(blocks: int, rescale) -> list[bool]:
