@@ -254,8 +254,9 @@ def _call(c: _Call) -> None:
 
 
 def _join(dst: dict, src: dict) -> None:
+    get = dst.get
     for k, v in src.items():
-        if v > dst.get(k, 0):
+        if v > get(k, 0):
             dst[k] = v
 
 
@@ -351,8 +352,11 @@ class Engine:
         by_id: dict[tuple, _Op] = {}
         by_value: dict[tuple, _Op] = {}
 
+        shared_by_id: dict[int, _Op] = {}  # (id, None) entries of by_id: one lookup without a tuple
+
         def compiled(rec, i: int, w: int) -> _Op:
-            tpl = by_id.get((id(rec), None)) or by_id.get((id(rec), w))
+            rid = id(rec)
+            tpl = shared_by_id.get(rid) or by_id.get((rid, w))
             if tpl is None:
                 tpl = by_value.get((rec, None)) or by_value.get((rec, w))
                 if tpl is None:
@@ -360,7 +364,10 @@ class Engine:
                     if op.quad_bad is not None:
                         return op
                     tpl = by_value[rec, w if op.per_warp else None] = op
-                by_id[id(rec), w if tpl.per_warp else None] = tpl
+                if tpl.per_warp:
+                    by_id[rid, w] = tpl
+                else:
+                    shared_by_id[rid] = tpl
             return tpl if tpl.index == i and tpl.rec is rec else tpl.at(i, rec)
 
         self.agents: list[_Agent] = []

@@ -136,17 +136,21 @@ def _ring(i: int) -> tuple[int, int, int, int]:
 
 
 # ---- MMA issuer -------------------------------------------------------------------------------------------
-def _q_loads(m: Head64Model) -> list:
+@functools.lru_cache(maxsize=4)
+def _q_loads(name: str) -> tuple:
+    m = model(name)
     q = m.smem["q"].offset
     out = [CpAsyncBulkTensor(q + 8192 * t, 8192, "q_tma", tensor="q_sw128", coords=(8192 * t,),
                              label=f"Q tile {t} (64x64 bf16 SW128)") for t in range(8)]
     if m.v32:
         out.append(CpAsyncBulkTensor(m.smem["q_sw64"].offset, 8192, "q_tma", tensor="q_sw64", coords=(0,),
                                      label="Q RoPE (5-D box {32, 64, 2}, SW64)"))
-    return out
+    return tuple(out)
 
 
-def _q_copies(m: Head64Model) -> list[Cp]:
+@functools.lru_cache(maxsize=4)
+def _q_copies(name: str) -> tuple[Cp, ...]:
+    m = model(name)
     q0, pair = m.smem["q"].offset, NOPE_VIEW.nbytes
     out = [Cp(Q_COLUMN + _COLS_PER_K * (4 * t + s), NOPE_VIEW.descriptor(start=q0 + pair * t, k_slice=s),
               label=f"cp Q t={t} s={s}") for t in range(4) for s in range(4)]
@@ -154,7 +158,7 @@ def _q_copies(m: Head64Model) -> list[Cp]:
         r0 = m.smem["q_sw64"].offset
         out += [Cp(Q_COLUMN + 128 + _COLS_PER_K * s, ROPE_VIEW.descriptor(start=r0, k_slice=s),
                    label=f"cp Q RoPE s={s}") for s in range(2)]
-    return out
+    return tuple(out)
 
 
 @functools.lru_cache(maxsize=16)
@@ -190,8 +194,8 @@ def _pv_mmas(name: str, b: int, first: bool) -> tuple[Mma, ...]:
 
 
 def _mma_role(m: Head64Model, blocks: int) -> list:
-    rec: list = [*_q_loads(m), MbarrierArriveExpectTx("q_tma", m.q_tma_bytes), MbarrierTryWait("q_tma", 0),
-                 FenceAfterThreadSync(), *_q_copies(m), Commit("q_utccp", label="Q copies done"),
+    rec: list = [*_q_loads(m.name), MbarrierArriveExpectTx("q_tma", m.q_tma_bytes), MbarrierTryWait("q_tma", 0),
+                 FenceAfterThreadSync(), *_q_copies(m.name), Commit("q_utccp", label="Q copies done"),
                  MbarrierTryWait("q_utccp", 0), FenceAfterThreadSync()]
     for i in range(blocks):
         b, ph, _, _ = _ring(i)
@@ -386,20 +390,32 @@ def _o_stage_offsets() -> tuple[tuple[int, ...], ...]:
     return tuple(tuple(int(v) - base for v in NOPE_TILE.offset(list(range(32)), [8 * j] * 32)) for j in range(8))
 
 
-@functools.lru_cache(maxsize=16)
 def _softmax_epilogue(name: str, b: int, ph: int) -> tuple:
-    """The softmax warpgroup after its last block (on KV buffer b, phase ph): LSE, O out through TMA (built once)."""
+    """The softmax warpgroup after its last block (on KV buffer b, phase ph): LSE, then O out through TMA."""
+    lse, out = _softmax_lse(name), _softmax_o_out(name)
+    return (*lse, MbarrierTryWait(f"sv_done[{b}]", ph), *out)
+
+
+@functools.lru_cache(maxsize=4)
+def _softmax_lse(name: str) -> tuple:
+    """Final li (with the partner's) and the LSE (built once)."""
     m = model(name)
     rmax = m.smem["rowwise_max_buf"].offset
     own, peer = _OWN, _PEER
-    rec: list = [CudaCoreBlock("li final", (("FSETP", 1), ("FSEL", 2)), effect="fmla.li_final",
+    return (CudaCoreBlock("li final", (("FSETP", 1), ("FSEL", 2)), effect="fmla.li_final",
                                regs_read=("state",), regs_written=("li",)),
                  StShared(rmax, 4, "li", warp_offsets=own), BarSync(*_WG0, label="li written"),
                  LdShared(rmax, 4, "li_peer", warp_offsets=peer),
                  CudaCoreBlock("LSE", (("FADD", 1), ("MUFU.LG2", 1), ("FFMA", 1), ("STG.E", 1), ("MUFU.EX2", 1),
                                        ("MUFU.RCP", 1)), effect="fmla.lse", regs_read=("li", "li_peer", "state"),
-                               regs_written=("state",)),
-                 MbarrierTryWait(f"sv_done[{b}]", ph), FenceAfterThreadSync()]
+                               regs_written=("state",)))
+
+
+@functools.lru_cache(maxsize=4)
+def _softmax_o_out(name: str) -> tuple:
+    """After the last PV: O read from TMEM, scaled, staged in SW128 tiles, stored by TMA (built once)."""
+    m = model(name)
+    rec: list = [FenceAfterThreadSync()]
     obuf = m.smem["o_buf"].offset
     for c in range(4):
         col_base = (256 if c >= 2 else 0) + 64 * (c % 2)
@@ -493,8 +509,8 @@ def _per_block_counts(name: str, rescale: bool) -> dict[str, dict[str, int]]:
 
 def clear_caches() -> None:
     """Forget every built Program and block (benchmarks time a first build with this)."""
-    for f in (_build, _per_block_counts, _o_stage_offsets, _qk_mmas, _pv_mmas, _raw_block, _rope_block, _index_block,
-              _dequant_block, _softmax_block, _softmax_epilogue):
+    for f in (_build, _per_block_counts, _o_stage_offsets, _q_loads, _q_copies, _qk_mmas, _pv_mmas, _raw_block,
+              _rope_block, _index_block, _dequant_block, _softmax_block, _softmax_lse, _softmax_o_out):
         f.cache_clear()
 
 
