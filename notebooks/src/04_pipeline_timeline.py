@@ -152,7 +152,8 @@ display(crit_table)
 # DRAM latency), the QK and PV MMAs, then the softmax warps' epilogue ending in the O store by TMA.
 # With more blocks the producers run up to two blocks ahead (the KV ring has two buffers) and the
 # steady-state loop is softmax(i) → PV(i) + QK(i+1) on the tensor pipe → softmax(i+1): QK(i+1) waits
-# for `so_ready(i)` because P has one buffer (§6.8). Four blocks of the same request:
+# for `so_ready(i)` because P has one buffer (§6.8). Four blocks of the same request (timing only: no
+# data, so the data-dependent O rescale is assumed not to fire in any block):
 
 # %%
 run4 = replay("v32", blocks=4, seed=0, timing_only=True, keep_engine=True)
