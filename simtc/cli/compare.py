@@ -9,7 +9,7 @@ when every variant that was run passed its checks, 1 otherwise.
 
 from __future__ import annotations
 
-from simtc.cli._common import int_in
+from simtc.cli._common import add_output_options, int_in
 
 __all__ = ["register", "run", "table_lines"]
 
@@ -25,7 +25,7 @@ def register(sub) -> None:
                    help="top-k blocks of 64 tokens (default 4)")
     p.add_argument("--seed", type=int_in(0, 2**32 - 1, "a seed is an integer 0-4294967295"), default=0,
                    help="input seed (default 0)")
-    p.add_argument("--json", action="store_true", help="print only machine-readable JSON")
+    add_output_options(p)
     p.set_defaults(handler=run)
 
 
@@ -60,15 +60,12 @@ def table_lines(rows, width: int) -> list[str]:
 
 
 def run(args) -> int:
-    import shutil
-
-    from simtc.cli._common import emit_json
+    from simtc.cli._common import emit
     from simtc.kernels.flashmla.alternatives import compare
+    from simtc.render.lines import LinesView
 
     rows = compare(args.model, args.blocks, args.seed)
-    if args.json:
-        emit_json({"model": args.model, "blocks": args.blocks, "seed": args.seed,
-                   "variants": [v.to_json() for v in rows]})
-    else:
-        print("\n".join(table_lines(rows, shutil.get_terminal_size((100, 24)).columns)))
+    data = {"model": args.model, "blocks": args.blocks, "seed": args.seed, "variants": [v.to_json() for v in rows]}
+    emit(args, data=data, view=LinesView(lambda width: table_lines(rows, width)),
+         title=f"simtc compare flashmla-head64 ({args.model}, {args.blocks} blocks)")
     return 0 if all(v.ok is not False for v in rows) else 1

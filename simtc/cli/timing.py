@@ -9,7 +9,7 @@ TS on sm90 ...) are refused naming the rule (exit 2).
 
 from __future__ import annotations
 
-from simtc.cli._common import int_in, needs_subcommand
+from simtc.cli._common import add_output_options, int_in, needs_subcommand
 
 __all__ = ["register", "run_mma_cmd"]
 
@@ -33,24 +33,36 @@ def register(sub) -> None:
     m.add_argument("--collector", choices=("discard", "pingpong", "reuse"), default="discard",
                    help=".ws B collector usage")
     m.add_argument("--cta-group", type=int, choices=(1, 2), default=1, help="cta_group")
-    m.add_argument("--json", action="store_true", help="print only JSON")
+    add_output_options(m)
     m.set_defaults(handler=run_mma_cmd)
     p.set_defaults(handler=needs_subcommand(p))
 
 
+def _lines(r: dict, width: int) -> list[str]:
+    import textwrap
+
+    out = [r["instruction"],
+           f"latency: {r['latency_cycles']} cycles (one MMA + commit + mbarrier wait, issuing warp)",
+           f"II:      {r['ii_cycles']} cycles/MMA (slope over depths {r['depths']}: {r['chain_cycles']} cycles)",
+           *(f"note: {n}" for n in r.get("notes", ())),
+           "parameters (value, label, source):"]
+    for q in r["parameters"]:
+        out += textwrap.wrap(f"{q['name']} = {q['value']} [{q['label']}] {q['source']}", width,
+                             initial_indent="  ", subsequent_indent="      ")
+    return out
+
+
 def run_mma_cmd(args) -> int:
-    from simtc.cli._common import emit_json
+    from simtc.cli._common import emit
     from simtc.engine.microbench import run_mma
+    from simtc.render.lines import LinesView
 
     r = run_mma(args.arch, args.m, args.n, args.k, operands=args.operands, ws=args.ws, collector=args.collector,
                 cta_group=args.cta_group)
-    if args.json:
-        emit_json(r)
-        return 0
-    print(r["instruction"])
-    print(f"latency: {r['latency_cycles']} cycles (one MMA + commit + mbarrier wait, issuing warp)")
-    print(f"II:      {r['ii_cycles']} cycles/MMA (slope over depths {r['depths']}: {r['chain_cycles']} cycles)")
-    print("parameters:")
-    for q in r["parameters"]:
-        print(f"  {q['name']:<28} {q['value']!s:>8}  {q['label']:<8}  {q['source']}")
-    return 0
+    notes = []
+    if args.ws:
+        notes.append("no .ws latency has been measured (timing.md §2, §6): the latency composes the non-.ws fixed "
+                     "costs with the .ws streaming time [inferred]; the .ws II is calibrated on GB200 measurements")
+    r = {**r, "notes": notes}
+    title = f"simtc timing mma: {r['instruction']}"
+    return emit(args, data=r, view=LinesView(lambda width: _lines(r, width)), title=title)
