@@ -1313,7 +1313,6 @@ class _RangeSetOverlaps(dict):
         se = np.fromiter((x for k in keys for r in k for x in r), np.int64, 2 * total).reshape(total, 2)
         kid = np.repeat(np.arange(len(keys), dtype=np.int64), lens)
         pos = np.arange(total, dtype=np.int64) - np.repeat(np.cumsum(lens) - lens, lens)
-        rank = np.unique(se, axis=0, return_inverse=True)[1].reshape(-1)  # rank of the range in (start, stop) order
         order = np.argsort(se[:, 0], kind="stable")
         starts = se[order, 0]
         lo = np.searchsorted(starts, starts, "left")
@@ -1325,16 +1324,28 @@ class _RangeSetOverlaps(dict):
         hit = (se[a, 0] < se[b, 1]) & (se[b, 0] < se[a, 1])  # [a0, a1) and [b0, b1) share a byte, or an
         a, b = a[hit], b[hit]  # empty range lies strictly inside the other
         qa, ka = np.concatenate([a, b]), np.concatenate([b, a])  # (query occurrence, candidate occurrence)
-        srt = np.lexsort((kid[ka], rank[ka], pos[qa], kid[qa]))
-        q_sorted, k_sorted = kid[qa][srt], kid[ka][srt]
-        first = np.unique(q_sorted * len(keys) + k_sorted, return_index=True)[1]
-        first.sort()
-        q_first, k_first = q_sorted[first].tolist(), k_sorted[first].tolist()
+        # the first occurrence of each (query key, candidate key) pair in (query range position, candidate range
+        # in (start, stop) order) -- found with one sort of int64 keys, then the pairs in that order per query
+        rank = np.unique(se[:, 0] * (int(se[:, 1].max()) + 1) + se[:, 1], return_inverse=True)[1].reshape(-1)
+        nk, nsub = len(keys), int(lens.max()) * (int(rank.max()) + 1)
+        sub = pos[qa] * (nsub // int(lens.max())) + rank[ka]
+        pair = kid[qa] * nk + kid[ka]
+        if nk * nk * nsub < 2**62:
+            c = np.sort(pair * nsub + sub)
+            pair, sub = np.divmod(c, nsub)
+        else:  # pragma: no cover - a Program of very many shared-memory keys
+            srt = np.lexsort((sub, pair))
+            pair, sub = pair[srt], sub[srt]
+        first = np.ones(pair.size, bool)
+        first[1:] = pair[1:] != pair[:-1]
+        q, k = np.divmod(pair[first], nk)
+        srt = np.lexsort((k, sub[first], q))  # each query's candidates by first sight
+        q, k = q[srt], k[srt]
         out: dict[int, list[int]] = {}
-        for q, k in zip(q_first, k_first, strict=True):
-            out.setdefault(q, []).append(k)
-        for q, ks in out.items():
-            self[q] = tuple(ks)
+        for qi, ki in zip(q.tolist(), k.tolist(), strict=True):
+            out.setdefault(qi, []).append(ki)
+        for qi, ks in out.items():
+            self[qi] = tuple(ks)
 
     def __missing__(self, i: int) -> tuple[int, ...]:
         return ()
