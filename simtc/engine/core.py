@@ -85,12 +85,13 @@ class EngineError(SimtcError, RuntimeError):
 
 
 class _Op:
-    """One compiled record of one warp: kind, record, cached footprint pieces and costs."""
+    """One compiled record of one warp: kind, record, cached footprint pieces and costs. Shared by every
+    position of the role (and every warp, unless ``per_warp``) holding this record or an equal one: the
+    position (record index) travels beside it."""
 
     __slots__ = (
         "arg",
         "bar",
-        "index",
         "kind",
         "lat",
         "name",
@@ -107,10 +108,9 @@ class _Op:
         "tmem_w",
     )
 
-    def __init__(self, kind: int, rec: Any, index: int):
+    def __init__(self, kind: int, rec: Any):
         self.kind = kind
         self.rec = rec
-        self.index = index
         self.smem_r = self.smem_w = self.tmem_r = self.tmem_w = ()
         self.regs_r = self.regs_w = ()
         self.occ = self.lat = 0
@@ -120,16 +120,6 @@ class _Op:
         self.name = ""
         self.proxy_async = False
         self.per_warp = False
-
-    def at(self, index: int, rec: Any) -> _Op:
-        """This compiled op for ``rec`` (this record or an equal one) at ``index`` of the role."""
-        op = _Op.__new__(_Op)
-        op.kind, op.rec, op.index, op.name, op.bar, op.arg, op.occ, op.lat = (
-            self.kind, rec, index, self.name, self.bar, self.arg, self.occ, self.lat)
-        op.smem_r, op.smem_w, op.tmem_r, op.tmem_w, op.regs_r, op.regs_w = (
-            self.smem_r, self.smem_w, self.tmem_r, self.tmem_w, self.regs_r, self.regs_w)
-        op.quad_bad, op.proxy_async, op.per_warp = self.quad_bad, self.proxy_async, self.per_warp
-        return op
 
 
 class _Agent:
@@ -345,8 +335,8 @@ class Engine:
         # the tuples (a swizzled descriptor read is one range set of over a hundred ranges)
         rects, ranges = _Keys(), _Keys()
         cache: dict[tuple, tuple] = {}
-        # a record compiles once per warp it depends on (None: the same for every warp); its op is then copied
-        # for each index where the same record object (by_id; the Program holds every record for the Engine's
+        # a record compiles once per warp it depends on (None: the same for every warp); its op is then shared
+        # by each index where the same record object (by_id; the Program holds every record for the Engine's
         # life, so ids are stable) or an equal one (by_value) appears. An op with a lane-quadrant report is not
         # reused (its message names the first access).
         by_id: dict[tuple, _Op] = {}
@@ -354,13 +344,13 @@ class Engine:
 
         shared_by_id: dict[int, _Op] = {}  # (id, None) entries of by_id: one lookup without a tuple
 
-        def compiled(rec, i: int, w: int) -> _Op:
+        def compiled(rec, w: int) -> _Op:
             rid = id(rec)
             tpl = shared_by_id.get(rid) or by_id.get((rid, w))
             if tpl is None:
                 tpl = by_value.get((rec, None)) or by_value.get((rec, w))
                 if tpl is None:
-                    op = self._compile_op(rec, i, w, cache, rects, ranges)
+                    op = self._compile_op(rec, w, cache, rects, ranges)
                     if op.quad_bad is not None:
                         return op
                     tpl = by_value[rec, w if op.per_warp else None] = op
@@ -368,7 +358,7 @@ class Engine:
                     by_id[rid, w] = tpl
                 else:
                     shared_by_id[rid] = tpl
-            return tpl if tpl.index == i and tpl.rec is rec else tpl.at(i, rec)
+            return tpl
 
         self.agents: list[_Agent] = []
         for role in self.program.roles:
@@ -377,22 +367,22 @@ class Engine:
             first: list[_Op] | None = None
             for w in role.warps:
                 if first is None:
-                    ops = first = [compiled(rec, i, w) for i, rec in enumerate(role.records)]
+                    ops = first = [compiled(rec, w) for rec in role.records]
                 else:  # only TMEM ld/st and warp-offset records depend on the warp: share the other compiled ops
-                    ops = [compiled(op.rec, op.index, w) if op.per_warp else op for op in first]
+                    ops = [compiled(rec, w) if op.per_warp else op for rec, op in zip(role.records, first, strict=True)]
                 self.agents.append(_Agent(len(self.agents), role.name, w, per_warp, ops))
         self._alloc_seen = any(op.kind == K_ALLOC for a in self.agents for op in a.ops)
         self._rect_of, self._ranges_of = rects.of, ranges.of
         self._rect_over = _Interned(rects, _Overlaps(rects.of, _rect_overlap))
         self._range_over = _RangeSetOverlaps(ranges.of)
 
-    def _compile_op(self, rec, index: int, warp: int, cache, rects, ranges) -> _Op:
+    def _compile_op(self, rec, warp: int, cache, rects, ranges) -> _Op:
         cls = type(rec).__name__
         kind = _KIND_OF_CLASS.get(cls)
         if kind is None:
             raise EngineError(f"the engine has no model for record {cls} ({getattr(rec, 'op', '?')})",
                               rule="records the engine models")
-        op = _Op(kind, rec, index)
+        op = _Op(kind, rec)
         op.name = rec.opcode if isinstance(getattr(rec, "opcode", None), str) else cls
         op.per_warp = _per_warp(kind, rec)
         key = (rec, warp % 4 if op.per_warp else 0)  # equal records share their footprint
@@ -494,10 +484,10 @@ class Engine:
         a = self.agents[owner]
         return (a.role, a.warp, index)
 
-    def _tmem_read(self, ag: _Agent, op: _Op, rects, unit_tc: bool) -> None:
+    def _tmem_read(self, ag: _Agent, i: int, rects, unit_tc: bool) -> None:
         w_all = self._tmem_w
         over = self._rect_over
-        me = (ag.role, ag.warp, op.index)
+        me = (ag.role, ag.warp, i)
         for q in rects:
             for r in over[q]:
                 w = w_all.get(r)
@@ -517,8 +507,8 @@ class Engine:
                     what = f"the MMA/cp {self._fmt(owner, idx)} writing this TMEM"
                 self._known(ag, key, seq, True, rule, self._rec(owner, idx), me, what)
 
-    def _tmem_write(self, ag: _Agent, op: _Op, rects, key, seq, unit_tc: bool) -> None:
-        me = (ag.role, ag.warp, op.index)
+    def _tmem_write(self, ag: _Agent, i: int, rects, key, seq, unit_tc: bool) -> None:
+        me = (ag.role, ag.warp, i)
         w_all, r_all = self._tmem_w, self._tmem_r
         over = self._rect_over
         tc = ag.tc
@@ -541,21 +531,21 @@ class Engine:
                     elif tc.get(wkey, 0) < wseq:
                         self._known(ag, wkey, wseq, True, "tmem-overwrite-in-flight", self._rec(owner, idx), me,
                                     f"the TMEM write {self._fmt(owner, idx)}")
-            w_all[q] = (key, seq, ag.idx, op.index)
+            w_all[q] = (key, seq, ag.idx, i)
 
-    def _tmem_add_reader(self, ag: _Agent, op: _Op, rects, key, seq) -> None:
+    def _tmem_add_reader(self, ag: _Agent, i: int, rects, key, seq) -> None:
         r_all = self._tmem_r
         for q in rects:
             d = r_all.get(q)
             if d is None:
                 d = r_all[q] = {}
-            d[key] = (seq, ag.idx, op.index)
+            d[key] = (seq, ag.idx, i)
 
-    def _smem_read(self, ag: _Agent, op: _Op, ranges, async_proxy: bool) -> None:
+    def _smem_read(self, ag: _Agent, i: int, ranges, async_proxy: bool) -> None:
         w_all = self._smem_w
         if not w_all:  # nothing written to shared memory yet
             return
-        me = (ag.role, ag.warp, op.index)
+        me = (ag.role, ag.warp, i)
         for q in ranges:
             for r in self._range_over[q]:
                 w = w_all.get(r)
@@ -574,8 +564,8 @@ class Engine:
                     self._hazard("smem-read-before-complete", self._rec(owner, idx), me,
                                  f"{ag.name} cannot know that {what} has completed")
 
-    def _smem_write(self, ag: _Agent, op: _Op, ranges, key, seq) -> None:
-        me = (ag.role, ag.warp, op.index)
+    def _smem_write(self, ag: _Agent, i: int, ranges, key, seq) -> None:
+        me = (ag.role, ag.warp, i)
         w_all, r_all = self._smem_w, self._smem_r
         for q in ranges:
             for r in self._range_over[q]:
@@ -586,15 +576,15 @@ class Engine:
                             self._hazard("smem-overwrite-in-flight", self._rec(owner, idx), me,
                                          f"{ag.name} cannot know that the async read {self._fmt(owner, idx)} of "
                                          "this shared memory has completed")
-            w_all[q] = (key, seq, ag.idx, op.index)
+            w_all[q] = (key, seq, ag.idx, i)
 
-    def _smem_add_reader(self, ag: _Agent, op: _Op, ranges, key, seq) -> None:
+    def _smem_add_reader(self, ag: _Agent, i: int, ranges, key, seq) -> None:
         r_all = self._smem_r
         for q in ranges:
             d = r_all.get(q)
             if d is None:
                 d = r_all[q] = {}
-            d[key] = (seq, ag.idx, op.index)
+            d[key] = (seq, ag.idx, i)
 
     def _fmt(self, owner: int, idx: int) -> str:
         a = self.agents[owner]
@@ -664,8 +654,8 @@ class Engine:
         sem = self.mode == "semantics"
         sp_free, sp, busy, trace = self._sp_free, ag.sp, self.unit_busy, self.trace
         mma_costs = self._mma_costs
-        for op in ag.ops:
-            ag.pc = op.index
+        for i, op in enumerate(ag.ops):
+            ag.pc = i
             kind = op.kind
             cycles = op.occ if kind == K_CUDA else 1
             now = env._now
@@ -679,8 +669,8 @@ class Engine:
             else:
                 sp_free[sp] = now + cycles
                 busy["issue"] += cycles
-            me = (ag.role, ag.warp, op.index)
-            trace.append(_new_event(Event, (now, ag.role, ag.warp, op.index, "issue", op.name, ag.last_ev)))
+            me = (ag.role, ag.warp, i)
+            trace.append(_new_event(Event, (now, ag.role, ag.warp, i, "issue", op.name, ag.last_ev)))
             ev = ag.last_ev = len(trace) - 1
             if check and op.regs_r and ag.regs_pending:
                 for reg in op.regs_r:
@@ -735,17 +725,17 @@ class Engine:
                 if check:
                     key = (TC, ag.idx)
                     if op.smem_r:
-                        self._smem_read(ag, op, op.smem_r, True)
-                        self._smem_add_reader(ag, op, op.smem_r, key, ag.tc_seq)
+                        self._smem_read(ag, i, op.smem_r, True)
+                        self._smem_add_reader(ag, i, op.smem_r, key, ag.tc_seq)
                     if op.tmem_r:
-                        self._tmem_read(ag, op, op.tmem_r, True)
-                        self._tmem_add_reader(ag, op, op.tmem_r, key, ag.tc_seq)
+                        self._tmem_read(ag, i, op.tmem_r, True)
+                        self._tmem_add_reader(ag, i, op.tmem_r, key, ag.tc_seq)
                     if op.tmem_w:
-                        self._tmem_write(ag, op, op.tmem_w, key, ag.tc_seq, True)
+                        self._tmem_write(ag, i, op.tmem_w, key, ag.tc_seq, True)
                     if self._alloc_seen:
                         self._check_tmem_alloc(op, me)
                 if shared is None:
-                    self._at(done, self._complete, ag, op, dep, "tensor_pipe")
+                    self._at(done, self._complete, ag, op, i, dep, "tensor_pipe")
             elif kind == K_COMMIT:
                 mb = self._mbars[op.bar]
                 t_arr = max(now, ag.tc_last) + costs.commit
@@ -766,22 +756,22 @@ class Engine:
                     ag.ld_seq += 1
                     ag.ld_last = max(ag.ld_last, done)
                     if check:
-                        self._tmem_read(ag, op, op.tmem_r, False)
-                        self._tmem_add_reader(ag, op, op.tmem_r, (LD, ag.idx), ag.ld_seq)
+                        self._tmem_read(ag, i, op.tmem_r, False)
+                        self._tmem_add_reader(ag, i, op.tmem_r, (LD, ag.idx), ag.ld_seq)
                         for reg in op.regs_w:
                             ag.regs_pending[reg] = ag.ld_seq
                 else:
                     ag.st_seq += 1
                     ag.st_last = max(ag.st_last, done)
                     if check:
-                        self._tmem_write(ag, op, op.tmem_w, (ST, ag.idx), ag.st_seq, False)
+                        self._tmem_write(ag, i, op.tmem_w, (ST, ag.idx), ag.st_seq, False)
                 if check:
                     self._check_tmem_alloc(op, me)
-                self._schedule_complete(ag, op, done, ev, "tmem_path")
+                self._schedule_complete(ag, op, i, done, ev, "tmem_path")
             elif kind in (K_WAIT_LD, K_WAIT_ST):
                 last = ag.ld_last if kind == K_WAIT_LD else ag.st_last
                 if last > now + 1:
-                    wait = self._wait_until(ag, op, last, "wait::ld" if kind == K_WAIT_LD else "wait::st")
+                    wait = self._wait_until(ag, i, last, "wait::ld" if kind == K_WAIT_LD else "wait::st")
                 key = (LD, ag.idx) if kind == K_WAIT_LD else (ST, ag.idx)
                 seq = ag.ld_seq if kind == K_WAIT_LD else ag.st_seq
                 ag.vc[key] = ag.tc[key] = seq
@@ -808,7 +798,7 @@ class Engine:
                     self._at(now + costs.arrive, self._warp_arrive, mb, 1, dict(ag.vc), dict(ag.pub), me, ev,
                              op.rec.tx_bytes, op, ag)
             elif kind == K_TRY_WAIT:
-                wait = self._try_wait(ag, op, self._mbars[op.bar], op.rec.parity)
+                wait = self._try_wait(ag, i, self._mbars[op.bar], op.rec.parity)
             elif kind == K_TMA_LOAD:
                 mb = self._mbars[op.bar]
                 start = now if now > self._tma_free else self._tma_free
@@ -820,9 +810,9 @@ class Engine:
                 ag.tma_seq[op.bar] = s
                 key = (TMA, ag.idx, op.bar)
                 if check:
-                    self._smem_write(ag, op, op.smem_w, key, s)
+                    self._smem_write(ag, i, op.smem_w, key, s)
                 dep = ev if start == now else self._tma_last_ev
-                self._at(done, self._tma_done, ag, op, mb, key, s, dep)
+                self._at(done, self._tma_done, ag, op, i, mb, key, s, dep)
             elif kind == K_TMA_STORE:
                 start = now if now > self._tma_free else self._tma_free
                 self._tma_free = start + op.occ
@@ -832,9 +822,9 @@ class Engine:
                 read_done = start + op.occ
                 ag.bulk_open = (max(ag.bulk_open[0], read_done), ag.bulk_seq)
                 if check:
-                    self._smem_read(ag, op, op.smem_r, True)
-                    self._smem_add_reader(ag, op, op.smem_r, (BULK, ag.idx), ag.bulk_seq)
-                self._schedule_complete(ag, op, start + op.lat, ev, None)
+                    self._smem_read(ag, i, op.smem_r, True)
+                    self._smem_add_reader(ag, i, op.smem_r, (BULK, ag.idx), ag.bulk_seq)
+                self._schedule_complete(ag, op, i, start + op.lat, ev, None)
             elif kind == K_BULK_COMMIT:
                 ag.bulk_groups.append(ag.bulk_open)
                 ag.bulk_open = (0, ag.bulk_seq)
@@ -846,10 +836,10 @@ class Engine:
                     seq = max(g[1] for g in groups)
                     ag.bulk_groups = ag.bulk_groups[len(groups):]
                     if t > now + 1:
-                        wait = self._wait_until(ag, op, t, "wait_group.read")
+                        wait = self._wait_until(ag, i, t, "wait_group.read")
                     ag.vc[(BULK, ag.idx)] = max(ag.vc.get((BULK, ag.idx), 0), seq)
             elif kind in (K_BAR_SYNC, K_BAR_ARRIVE):
-                wait = self._bar(ag, op, kind == K_BAR_SYNC, ev)
+                wait = self._bar(ag, op, i, kind == K_BAR_SYNC, ev)
             elif kind == K_PROXY_FENCE:
                 ag.fenced_gen = ag.gen_seq
             elif kind in (K_LD_SHARED, K_ST_SHARED):
@@ -861,20 +851,20 @@ class Engine:
                     ag.gen_seq += 1
                     ag.vc[(GEN, ag.idx)] = ag.gen_seq
                     if check:
-                        self._smem_write(ag, op, op.smem_w, (GEN, ag.idx), ag.gen_seq)
+                        self._smem_write(ag, i, op.smem_w, (GEN, ag.idx), ag.gen_seq)
                 elif check:
-                    self._smem_read(ag, op, op.smem_r, False)
+                    self._smem_read(ag, i, op.smem_r, False)
                 end = start + op.occ
                 if end > now + 1:
                     delay = end - now
             elif kind == K_CUDA:
                 if check and (op.smem_r or op.smem_w or op.tmem_r or op.tmem_w):
                     if op.smem_r:
-                        self._smem_read(ag, op, op.smem_r, False)
+                        self._smem_read(ag, i, op.smem_r, False)
                     if op.smem_w:
                         ag.gen_seq += 1
                         ag.vc[(GEN, ag.idx)] = ag.gen_seq
-                        self._smem_write(ag, op, op.smem_w, (GEN, ag.idx), ag.gen_seq)
+                        self._smem_write(ag, i, op.smem_w, (GEN, ag.idx), ag.gen_seq)
                 if check and op.regs_w:
                     for reg in op.regs_w:
                         ag.regs_pending.pop(reg, None)
@@ -890,7 +880,7 @@ class Engine:
                     t = max(groups)
                     ag.wg_groups = ag.wg_groups[len(groups):]
                     if t > now + 1:
-                        wait = self._wait_until(ag, op, t, "wgmma.wait_group")
+                        wait = self._wait_until(ag, i, t, "wgmma.wait_group")
             if sem and not op.rec.is_async and kind not in _SEM_AT_ARRIVAL:
                 self._execute(op.rec, self.cta, warp=ag.warp, threads=ag.threads)
             if wait is not None:
@@ -920,11 +910,11 @@ class Engine:
         now = env._now
         heapq.heappush(env._queue, (t if t > now else now, NORMAL, next(env._eid), _Call(fn, args)))
 
-    def _schedule_complete(self, ag: _Agent, op: _Op, done: int, dep: int, unit: str | None) -> None:
-        self._at(done, self._complete, ag, op, dep, unit)
+    def _schedule_complete(self, ag: _Agent, op: _Op, i: int, done: int, dep: int, unit: str | None) -> None:
+        self._at(done, self._complete, ag, op, i, dep, unit)
 
-    def _complete(self, ag: _Agent, op: _Op, dep: int, unit: str | None) -> None:
-        ev = self._ev(ag.role, ag.warp, op.index, "complete", op.name, dep)
+    def _complete(self, ag: _Agent, op: _Op, i: int, dep: int, unit: str | None) -> None:
+        ev = self._ev(ag.role, ag.warp, i, "complete", op.name, dep)
         if unit == "tensor_pipe":
             self._pipe_last_ev = ev
             if self.env._now >= ag.tc_last:
@@ -942,31 +932,31 @@ class Engine:
             self._execute(op.rec, self.cta, warp=ag.warp, threads=ag.threads)
         self._mbar_arrive(mb, n, vc, tc, "arrive" if not tx else f"arrive.expect_tx {tx} B", dep, tx=tx, rec=rec)
 
-    def _tma_done(self, ag: _Agent, op: _Op, mb: _MBar, key, seq, dep) -> None:
-        ev = self._ev(ag.role, ag.warp, op.index, "complete", op.name, dep)
+    def _tma_done(self, ag: _Agent, op: _Op, i: int, mb: _MBar, key, seq, dep) -> None:
+        ev = self._ev(ag.role, ag.warp, i, "complete", op.name, dep)
         self._tma_last_ev = ev
         if self.mode == "semantics":
             self._execute(op.rec, self.cta, warp=ag.warp, threads=ag.threads)
         know = {key: seq}
         self._mbar_arrive(mb, 0, know, know, "complete_tx", ev, complete_tx=op.rec.nbytes,
-                          rec=(ag.role, ag.warp, op.index))
+                          rec=(ag.role, ag.warp, i))
 
     # blocking helpers ------------------------------------------------------------------------------
-    def _block(self, ag: _Agent, op: _Op, what: str):
+    def _block(self, ag: _Agent, i: int, what: str):
         ag.waiting_on = what
         ag.wait_since = self.env._now
-        ag.last_ev = self._ev(ag.role, ag.warp, op.index, "wait", what, ag.last_ev)
+        ag.last_ev = self._ev(ag.role, ag.warp, i, "wait", what, ag.last_ev)
 
-    def _unblock(self, ag: _Agent, op: _Op, dep: int, extra: int):
+    def _unblock(self, ag: _Agent, i: int, dep: int, extra: int):
         ag.waited += self.env._now - ag.wait_since
         ag.waiting_on = None
-        ag.last_ev = self._ev(ag.role, ag.warp, op.index, "resume", "", dep)
+        ag.last_ev = self._ev(ag.role, ag.warp, i, "resume", "", dep)
 
-    def _wait_until(self, ag: _Agent, op: _Op, t: int, what: str):
-        self._block(ag, op, what)
+    def _wait_until(self, ag: _Agent, i: int, t: int, what: str):
+        self._block(ag, i, what)
         if not self._advance(t):
             yield self.env.timeout(t - self.env._now)
-        self._unblock(ag, op, self._last_complete_ev(ag, what), 0)
+        self._unblock(ag, i, self._last_complete_ev(ag, what), 0)
 
     def _last_complete_ev(self, ag: _Agent, what: str) -> int:
         # the most recent completion event of this warp's TMEM path / tensor pipe (for the critical path)
@@ -977,19 +967,19 @@ class Engine:
                 return i
         return ag.last_ev
 
-    def _try_wait(self, ag: _Agent, op: _Op, mb: _MBar, parity: int):
+    def _try_wait(self, ag: _Agent, i: int, mb: _MBar, parity: int):
         env = self.env
         st = mb.st
-        me = (ag.role, ag.warp, op.index)
+        me = (ag.role, ag.warp, i)
         if not st.initialized and self.check:
             self._hazard("mbarrier-uninitialized", None, me, f"try_wait on {st.name} before mbarrier.init")
         dep = ag.last_ev
         if not st.passes(parity):
-            self._block(ag, op, f"{st.name} parity {parity} (phase {st.phase})")
+            self._block(ag, i, f"{st.name} parity {parity} (phase {st.phase})")
             evt = env.event()
             mb.waiters.append((parity, evt, ag))
             dep = yield evt
-            self._unblock(ag, op, dep, 0)
+            self._unblock(ag, i, dep, 0)
         # the phase observed: the last completed one (phase - 1; -1 = the fresh barrier's phantom phase)
         observed = st.phase - 1
         if self.check:
@@ -1006,12 +996,12 @@ class Engine:
         if not self._advance(env._now + self.costs.wait):
             yield env.timeout(self.costs.wait)
 
-    def _bar(self, ag: _Agent, op: _Op, sync: bool, ev: int):
+    def _bar(self, ag: _Agent, op: _Op, i: int, sync: bool, ev: int):
         bid, count = op.arg
         nb = self._nbars.get(bid)
         if nb is None:
             nb = self._nbars[bid] = _NBar(bid)
-        me = (ag.role, ag.warp, op.index)
+        me = (ag.role, ag.warp, i)
         nb.counts.add(count)
         if len(nb.counts) > 1 and self.check:
             self._hazard("named-barrier-count-mismatch", None, me,
@@ -1023,7 +1013,7 @@ class Engine:
         if sync:
             nb.waiters.append((evt, ag))
         released = nb.st.arrive(ag.threads, count)
-        nb.last_ev = self._ev(ag.role, ag.warp, op.index, "arrive", f"bar {bid} ({nb.st.arrived or count}/{count})", ev)
+        nb.last_ev = self._ev(ag.role, ag.warp, i, "arrive", f"bar {bid} ({nb.st.arrived or count}/{count})", ev)
         if released:
             rel = self._ev("", -1, -1, "phase", f"bar {bid} released", nb.last_ev)
             vc, tc = nb.vc, nb.tc
@@ -1039,9 +1029,9 @@ class Engine:
                 yield self.env.timeout(1)
             return
         if not evt.triggered:
-            self._block(ag, op, f"bar {bid} ({count} threads)")
+            self._block(ag, i, f"bar {bid} ({count} threads)")
             dep = yield evt
-            self._unblock(ag, op, dep, 0)
+            self._unblock(ag, i, dep, 0)
         else:
             yield evt
         ag.busy += self.costs.named_barrier
@@ -1168,12 +1158,12 @@ class Engine:
                 mb = self._mbars[op.bar]
                 who = []
                 for b in self.agents:
-                    for o in b.ops:
+                    for j, o in enumerate(b.ops):
                         if o.bar == op.bar and o.kind in (K_ARRIVE, K_ARRIVE_TX, K_COMMIT, K_TMA_LOAD):
                             state = "finished" if b.done else (f"waiting on {b.waiting_on}" if b.waiting_on
                                                                 else "running")
-                            who.append({"role": b.role, "warp": b.warp, "index": o.index, "record": o.name,
-                                        "state": state, "issued": b.done or b.pc > o.index})
+                            who.append({"role": b.role, "warp": b.warp, "index": j, "record": o.name,
+                                        "state": state, "issued": b.done or b.pc > j})
                 suppliers[op.bar] = who
                 waits[live.index(a)]["barrier"] = mb.st.state()
         first = live[0]
