@@ -1196,7 +1196,8 @@ class Engine:
         tr = self.trace
         if not tr:
             return []
-        i = max(range(len(tr)), key=lambda j: (tr[j].cycle, j))
+        cycles = [e[0] for e in tr]
+        i = len(cycles) - 1 - cycles[::-1].index(max(cycles))  # the last event of the latest cycle
         path = []
         seen = set()
         while i >= 0 and i not in seen:
@@ -1204,6 +1205,29 @@ class Engine:
             path.append(i)
             i = tr[i].dep
         return path[::-1]
+
+    def tmem_columns(self, first_warp_only: bool = False) -> set[int]:
+        """The TMEM columns the Program's records touch (read or write), from their compiled footprints: of every
+        warp, or of each role's first warp. A record whose lanes lie outside its warp's quadrant raises the
+        footprint's :class:`simtc.errors.LaneQuadrantError` (as ``rec.footprint(warp)`` does)."""
+        cols: set[int] = set()
+        seen: set[int] = set()
+        roles: set[str] = set()
+        rect_of = self._rect_of
+        for a in self.agents:
+            if first_warp_only and a.role in roles:
+                continue
+            roles.add(a.role)
+            for op in a.ops:
+                if id(op) in seen:
+                    continue
+                seen.add(id(op))
+                if op.quad_bad is not None:
+                    op.rec.footprint(a.warp)
+                for q in op.tmem_r + op.tmem_w:
+                    _, _, c0, c1 = rect_of[q]
+                    cols.update(range(c0, c1))
+        return cols
 
     def snapshot(self) -> dict:
         """The state now: cycle, each warp's pc and wait, barrier states, in-flight work, TMEM/smem owners."""

@@ -485,12 +485,17 @@ def role_counts(program: Program) -> dict[str, dict[str, int]]:
     ``"cuda_core:<class>"``)."""
     out: dict[str, dict[str, int]] = {}
     for role in program.roles:
-        c: dict[str, int] = {}
+        times: dict[int, int] = {}  # each record object once (blocks share them), in first-seen order
         for r in role.records:
-            c[r.opcode] = c.get(r.opcode, 0) + 1
+            times[id(r)] = times.get(id(r), 0) + 1
+        objs = {id(r): r for r in role.records}
+        c: dict[str, int] = {}
+        for rid, k in times.items():
+            r = objs[rid]
+            c[r.opcode] = c.get(r.opcode, 0) + k
             if isinstance(r, CudaCoreBlock):
                 for cls, n in r.counts:
-                    c[f"cuda_core:{cls}"] = c.get(f"cuda_core:{cls}", 0) + n
+                    c[f"cuda_core:{cls}"] = c.get(f"cuda_core:{cls}", 0) + n * k
         out[role.name] = c
     return out
 

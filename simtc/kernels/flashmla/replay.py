@@ -312,15 +312,9 @@ class Head64Replay:
         return "\n".join(lines)
 
 
-def _tmem_columns(program) -> int:
-    cols: set[int] = set()
-    for role in program.roles:
-        for w in role.warps[:1]:
-            for r in {id(r): r for r in role.records}.values():  # each record object once (blocks share)
-                fp = r.footprint(w)
-                for t in (*fp.tmem_reads, *fp.tmem_writes):
-                    cols.update(range(t.col0, t.col0 + t.cols))
-    return len(cols)
+def _tmem_columns(eng) -> int:
+    """TMEM columns the records of each role's first warp touch (the engine's compiled footprints)."""
+    return len(eng.tmem_columns(first_warp_only=True))
 
 
 def _flat_counts(counts: dict) -> dict[str, int]:
@@ -436,7 +430,7 @@ def replay(model_name: str | Head64Model = "v32", blocks: int = 4, seed: int = 0
     return Head64Replay(
         m.name, blocks, seed, _flat_counts(counts), _flat_counts(per_block_counts(m)), counts, eng.cycles,
         float(cpb),
-        _tmem_columns(program), m.smem.total, o_err, lse_err, p_exact, [i for i, r in enumerate(resc) if r],
+        _tmem_columns(eng), m.smem.total, o_err, lse_err, p_exact, [i for i, r in enumerate(resc) if r],
         [h.to_json() for h in eng.hazards], eng.deadlock, list(eng.semantics_errors), len(eng.trace),
         eng.per_role(), crit, round(time.perf_counter() - t0, 4),
         flops / (cpb / (B200_CLOCK_GHZ * 1e9)) * B200_SMS / 1e12 if cpb else 0.0,
