@@ -239,11 +239,26 @@ class _Call:
         self.callbacks = [_call]
 
 
+class _Wake:
+    """What a warp yields to sleep: queued as ``env.timeout`` queues its Timeout (same (time, priority, id) key),
+    with the least ``Environment.step`` and ``Process._resume`` read (``callbacks``, ``_ok``, ``_value``)."""
+
+    __slots__ = ("callbacks",)
+    _ok = True
+    _value = None
+
+    def __init__(self):
+        self.callbacks = []
+
+
 def _call(c: _Call) -> None:
     c.fn(*c.args)
 
 
 def _join(dst: dict, src: dict) -> None:
+    if not dst:
+        dst.update(src)
+        return
     get = dst.get
     for k, v in src.items():
         if v > get(k, 0):
@@ -664,7 +679,7 @@ class Engine:
                 sp_free[sp] = free + cycles
                 busy["issue"] += cycles
                 if not self._advance(free):
-                    yield env.timeout(free - now)
+                    yield self._sleep(free - now)
                 now = env._now
             else:
                 sp_free[sp] = now + cycles
@@ -888,7 +903,7 @@ class Engine:
             else:
                 ag.busy += delay
                 if not self._advance(now + delay):
-                    yield env.timeout(delay)
+                    yield self._sleep(delay)
         ag.done = True
         ag.finished_at = env._now
         ag.pc = len(ag.ops)
@@ -909,6 +924,13 @@ class Engine:
         env = self.env
         now = env._now
         heapq.heappush(env._queue, (t if t > now else now, NORMAL, next(env._eid), _Call(fn, args)))
+
+    def _sleep(self, delay: int) -> _Wake:
+        """An event ``delay`` cycles from now (``env.timeout(delay)`` without the Timeout)."""
+        env = self.env
+        w = _Wake()
+        heapq.heappush(env._queue, (env._now + delay, NORMAL, next(env._eid), w))
+        return w
 
     def _schedule_complete(self, ag: _Agent, op: _Op, i: int, done: int, dep: int, unit: str | None) -> None:
         self._at(done, self._complete, ag, op, i, dep, unit)
@@ -955,7 +977,7 @@ class Engine:
     def _wait_until(self, ag: _Agent, i: int, t: int, what: str):
         self._block(ag, i, what)
         if not self._advance(t):
-            yield self.env.timeout(t - self.env._now)
+            yield self._sleep(t - self.env._now)
         self._unblock(ag, i, self._last_complete_ev(ag, what), 0)
 
     def _last_complete_ev(self, ag: _Agent, what: str) -> int:
@@ -994,7 +1016,7 @@ class Engine:
             _join(ag.pend, mb.done_tc)
         ag.busy += self.costs.wait
         if not self._advance(env._now + self.costs.wait):
-            yield env.timeout(self.costs.wait)
+            yield self._sleep(self.costs.wait)
 
     def _bar(self, ag: _Agent, op: _Op, i: int, sync: bool, ev: int):
         bid, count = op.arg
@@ -1026,7 +1048,7 @@ class Engine:
         if not sync:
             ag.busy += 1
             if not self._advance(self.env._now + 1):
-                yield self.env.timeout(1)
+                yield self._sleep(1)
             return
         if not evt.triggered:
             self._block(ag, i, f"bar {bid} ({count} threads)")
@@ -1036,7 +1058,7 @@ class Engine:
             yield evt
         ag.busy += self.costs.named_barrier
         if not self._advance(self.env._now + self.costs.named_barrier):
-            yield self.env.timeout(self.costs.named_barrier)
+            yield self._sleep(self.costs.named_barrier)
 
     # TMEM allocation --------------------------------------------------------------------------------
     def _alloc(self, ag: _Agent, op: _Op, kind: int, me) -> None:
@@ -1095,8 +1117,16 @@ class Engine:
         try:
             if until is None:
                 self._fast = True
-                while env._queue:
-                    step()
+                q, pop = env._queue, heapq.heappop
+                while q:  # Environment.step inlined (the same order; a failed event crashes the run as there)
+                    env._now, _, _, event = pop(q)
+                    callbacks, event.callbacks = event.callbacks, None
+                    for callback in callbacks:
+                        callback(event)
+                    if not event._ok and not hasattr(event, "_defused"):
+                        exc = type(event._value)(*event._value.args)
+                        exc.__cause__ = event._value
+                        raise exc
             else:
                 while env._queue and env.peek() < until:
                     step()
