@@ -79,15 +79,6 @@ def test_b200_csv_rows_within_2_cycles_and_2_percent():
 
 # timing.md §2, measured BF16 TS at depth 256: {(collector, M): (N=64, N=128, N=256)}
 WS_TABLE = calibration.WS_TABLE
-WS_TABLE = {
-    ("discard", 32): (28.45, 44.46, 76.46),
-    ("discard", 64): (28.46, 44.46, 76.46),
-    ("discard", 128): (42.46, 74.45, 138.46),
-    ("pingpong", 64): (16.50, 32.50, 64.50),
-    ("reuse", 32): (9.52, 16.56, 32.63),
-    ("reuse", 64): (16.50, 32.50, 64.50),
-    ("reuse", 128): (32.50, 64.49, 128.50),
-}
 
 
 @pytest.mark.parametrize(("collector", "m"), sorted(WS_TABLE))
