@@ -30,6 +30,7 @@ role order, and nothing depends on hashing order or wall time.
 from __future__ import annotations
 
 import heapq
+import itertools
 import time as _time
 from typing import Any
 
@@ -382,7 +383,8 @@ class Engine:
             first: list[_Op] | None = None
             for w in role.warps:
                 if first is None:
-                    ops = first = [compiled(rec, w) for rec in role.records]
+                    shared_get = shared_by_id.get  # the common case (a record object seen before) without a call
+                    ops = first = [shared_get(id(rec)) or compiled(rec, w) for rec in role.records]
                 else:  # only TMEM ld/st and warp-offset records depend on the warp: share the other compiled ops
                     ops = [compiled(rec, w) if op.per_warp else op for rec, op in zip(role.records, first, strict=True)]
                 self.agents.append(_Agent(len(self.agents), role.name, w, per_warp, ops))
@@ -669,6 +671,8 @@ class Engine:
         sem = self.mode == "semantics"
         sp_free, sp, busy, trace = self._sp_free, ag.sp, self.unit_busy, self.trace
         mma_costs = self._mma_costs
+        q, eid, heappush = env._queue, env._eid, heapq.heappush  # _advance and _sleep inlined (the hot path)
+        role, warp = ag.role, ag.warp
         for i, op in enumerate(ag.ops):
             ag.pc = i
             kind = op.kind
@@ -678,14 +682,18 @@ class Engine:
             if free > now:
                 sp_free[sp] = free + cycles
                 busy["issue"] += cycles
-                if not self._advance(free):
-                    yield self._sleep(free - now)
+                if self._fast and (not q or q[0][0] > free):
+                    env._now = free
+                else:
+                    w = _Wake()
+                    heappush(q, (free, NORMAL, next(eid), w))
+                    yield w
                 now = env._now
             else:
                 sp_free[sp] = now + cycles
                 busy["issue"] += cycles
-            me = (ag.role, ag.warp, i)
-            trace.append(_new_event(Event, (now, ag.role, ag.warp, i, "issue", op.name, ag.last_ev)))
+            me = (role, warp, i)
+            trace.append(_new_event(Event, (now, role, warp, i, "issue", op.name, ag.last_ev)))
             ev = ag.last_ev = len(trace) - 1
             if check and op.regs_r and ag.regs_pending:
                 for reg in op.regs_r:
@@ -697,7 +705,38 @@ class Engine:
                 self._hazard("lane-quadrant", None, me, op.quad_bad)
             wait = None  # a generator to run for blocking records
             delay = cycles
-            if kind in (K_MMA, K_CP, K_WGMMA):
+            if kind in (K_LD_SHARED, K_ST_SHARED):
+                start = now if now > self._port_free else self._port_free
+                self._port_free = start + op.occ
+                self.unit_busy["smem_port"] += op.occ
+                self.unit_spans["smem_port"].append((start, start + op.occ, ag.idx))
+                if kind == K_ST_SHARED:
+                    ag.gen_seq += 1
+                    ag.vc[(GEN, ag.idx)] = ag.gen_seq
+                    if check:
+                        self._smem_write(ag, i, op.smem_w, (GEN, ag.idx), ag.gen_seq)
+                elif check:
+                    self._smem_read(ag, i, op.smem_r, False)
+                end = start + op.occ
+                if end > now + 1:
+                    delay = end - now
+            elif kind == K_TMA_LOAD:
+                mb = self._mbars[op.bar]
+                start = now if now > self._tma_free else self._tma_free
+                self._tma_free = start + op.occ
+                self.unit_busy["tma"] += op.occ
+                self.unit_spans["tma"].append((start, start + op.occ, ag.idx))
+                done = start + op.lat
+                s = ag.tma_seq.get(op.bar, 0) + 1
+                ag.tma_seq[op.bar] = s
+                key = (TMA, ag.idx, op.bar)
+                if check:
+                    self._smem_write(ag, i, op.smem_w, key, s)
+                dep = ev if start == now else self._tma_last_ev
+                self._at(done, self._tma_done, ag, op, i, mb, key, s, dep)
+            elif kind == K_TRY_WAIT:
+                wait = self._try_wait(ag, i, self._mbars[op.bar], op.rec.parity)
+            elif kind in (K_MMA, K_CP, K_WGMMA):
                 shared = None
                 if kind == K_CP:
                     pre, occ, body = costs.pipe_issue, op.occ, op.lat
@@ -751,16 +790,29 @@ class Engine:
                         self._check_tmem_alloc(op, me)
                 if shared is None:
                     self._at(done, self._complete, ag, op, i, dep, "tensor_pipe")
-            elif kind == K_COMMIT:
+            elif kind in (K_ARRIVE, K_ARRIVE_TX):
                 mb = self._mbars[op.bar]
-                t_arr = max(now, ag.tc_last) + costs.commit
-                know = {(TC, ag.idx): ag.tc_seq}
-                tc = dict(ag.tc)
-                tc.update(know)
-                vc = dict(ag.vc)
-                vc.update(know)
-                dep = ag.tc_last_ev if ag.tc_last > now else ev
-                self._at(t_arr, self._commit_arrive, mb, vc, tc, me, dep, op, ag)
+                ag.vc[(GEN, ag.idx)] = ag.gen_seq
+                if kind == K_ARRIVE:
+                    n = op.rec.count * (1 if op.rec.elected else ag.threads)
+                    self._at(now + costs.arrive, self._warp_arrive, mb, n, dict(ag.vc), dict(ag.pub), me, ev, 0,
+                             op, ag)
+                else:
+                    self._at(now + costs.arrive, self._warp_arrive, mb, 1, dict(ag.vc), dict(ag.pub), me, ev,
+                             op.rec.tx_bytes, op, ag)
+            elif kind == K_CUDA:
+                if check and (op.smem_r or op.smem_w or op.tmem_r or op.tmem_w):
+                    if op.smem_r:
+                        self._smem_read(ag, i, op.smem_r, False)
+                    if op.smem_w:
+                        ag.gen_seq += 1
+                        ag.vc[(GEN, ag.idx)] = ag.gen_seq
+                        self._smem_write(ag, i, op.smem_w, (GEN, ag.idx), ag.gen_seq)
+                if check and op.regs_w:
+                    for reg in op.regs_w:
+                        ag.regs_pending.pop(reg, None)
+            elif kind in (K_BAR_SYNC, K_BAR_ARRIVE):
+                wait = self._bar(ag, op, i, kind == K_BAR_SYNC, ev)
             elif kind in (K_LD, K_ST):
                 start = now if now > self._tmem_free else self._tmem_free
                 self._tmem_free = start + op.occ
@@ -783,6 +835,11 @@ class Engine:
                 if check:
                     self._check_tmem_alloc(op, me)
                 self._schedule_complete(ag, op, i, done, ev, "tmem_path")
+            elif kind == K_PROXY_FENCE:
+                ag.fenced_gen = ag.gen_seq
+            elif kind == K_FENCE_AFTER:
+                _join(ag.tc, ag.pend)
+                ag.pend = {}
             elif kind in (K_WAIT_LD, K_WAIT_ST):
                 last = ag.ld_last if kind == K_WAIT_LD else ag.st_last
                 if last > now + 1:
@@ -794,40 +851,16 @@ class Engine:
                     ag.regs_pending.clear()
             elif kind == K_FENCE_BEFORE:
                 ag.pub = dict(ag.tc)
-            elif kind == K_FENCE_AFTER:
-                _join(ag.tc, ag.pend)
-                ag.pend = {}
-            elif kind == K_INIT:
+            elif kind == K_COMMIT:
                 mb = self._mbars[op.bar]
-                if mb.st.initialized and mb.st.phase == 0 and mb.st.pending != mb.st.expected and check:
-                    self._hazard("mbarrier-over-arrival", None, me, f"{op.bar} re-initialized while in use")
-                mb.st.init(op.rec.count)
-            elif kind in (K_ARRIVE, K_ARRIVE_TX):
-                mb = self._mbars[op.bar]
-                ag.vc[(GEN, ag.idx)] = ag.gen_seq
-                if kind == K_ARRIVE:
-                    n = op.rec.count * (1 if op.rec.elected else ag.threads)
-                    self._at(now + costs.arrive, self._warp_arrive, mb, n, dict(ag.vc), dict(ag.pub), me, ev, 0,
-                             op, ag)
-                else:
-                    self._at(now + costs.arrive, self._warp_arrive, mb, 1, dict(ag.vc), dict(ag.pub), me, ev,
-                             op.rec.tx_bytes, op, ag)
-            elif kind == K_TRY_WAIT:
-                wait = self._try_wait(ag, i, self._mbars[op.bar], op.rec.parity)
-            elif kind == K_TMA_LOAD:
-                mb = self._mbars[op.bar]
-                start = now if now > self._tma_free else self._tma_free
-                self._tma_free = start + op.occ
-                self.unit_busy["tma"] += op.occ
-                self.unit_spans["tma"].append((start, start + op.occ, ag.idx))
-                done = start + op.lat
-                s = ag.tma_seq.get(op.bar, 0) + 1
-                ag.tma_seq[op.bar] = s
-                key = (TMA, ag.idx, op.bar)
-                if check:
-                    self._smem_write(ag, i, op.smem_w, key, s)
-                dep = ev if start == now else self._tma_last_ev
-                self._at(done, self._tma_done, ag, op, i, mb, key, s, dep)
+                t_arr = max(now, ag.tc_last) + costs.commit
+                know = {(TC, ag.idx): ag.tc_seq}
+                tc = dict(ag.tc)
+                tc.update(know)
+                vc = dict(ag.vc)
+                vc.update(know)
+                dep = ag.tc_last_ev if ag.tc_last > now else ev
+                self._at(t_arr, self._commit_arrive, mb, vc, tc, me, dep, op, ag)
             elif kind == K_TMA_STORE:
                 start = now if now > self._tma_free else self._tma_free
                 self._tma_free = start + op.occ
@@ -853,36 +886,11 @@ class Engine:
                     if t > now + 1:
                         wait = self._wait_until(ag, i, t, "wait_group.read")
                     ag.vc[(BULK, ag.idx)] = max(ag.vc.get((BULK, ag.idx), 0), seq)
-            elif kind in (K_BAR_SYNC, K_BAR_ARRIVE):
-                wait = self._bar(ag, op, i, kind == K_BAR_SYNC, ev)
-            elif kind == K_PROXY_FENCE:
-                ag.fenced_gen = ag.gen_seq
-            elif kind in (K_LD_SHARED, K_ST_SHARED):
-                start = now if now > self._port_free else self._port_free
-                self._port_free = start + op.occ
-                self.unit_busy["smem_port"] += op.occ
-                self.unit_spans["smem_port"].append((start, start + op.occ, ag.idx))
-                if kind == K_ST_SHARED:
-                    ag.gen_seq += 1
-                    ag.vc[(GEN, ag.idx)] = ag.gen_seq
-                    if check:
-                        self._smem_write(ag, i, op.smem_w, (GEN, ag.idx), ag.gen_seq)
-                elif check:
-                    self._smem_read(ag, i, op.smem_r, False)
-                end = start + op.occ
-                if end > now + 1:
-                    delay = end - now
-            elif kind == K_CUDA:
-                if check and (op.smem_r or op.smem_w or op.tmem_r or op.tmem_w):
-                    if op.smem_r:
-                        self._smem_read(ag, i, op.smem_r, False)
-                    if op.smem_w:
-                        ag.gen_seq += 1
-                        ag.vc[(GEN, ag.idx)] = ag.gen_seq
-                        self._smem_write(ag, i, op.smem_w, (GEN, ag.idx), ag.gen_seq)
-                if check and op.regs_w:
-                    for reg in op.regs_w:
-                        ag.regs_pending.pop(reg, None)
+            elif kind == K_INIT:
+                mb = self._mbars[op.bar]
+                if mb.st.initialized and mb.st.phase == 0 and mb.st.pending != mb.st.expected and check:
+                    self._hazard("mbarrier-over-arrival", None, me, f"{op.bar} re-initialized while in use")
+                mb.st.init(op.rec.count)
             elif kind in (K_ALLOC, K_DEALLOC, K_RELINQUISH):
                 self._alloc(ag, op, kind, me)
             elif kind == K_WGMMA_COMMIT:
@@ -902,8 +910,13 @@ class Engine:
                 yield from wait
             else:
                 ag.busy += delay
-                if not self._advance(now + delay):
-                    yield self._sleep(delay)
+                t = now + delay
+                if self._fast and (not q or q[0][0] > t):
+                    env._now = t
+                else:
+                    w = _Wake()
+                    heappush(q, (t, NORMAL, next(eid), w))
+                    yield w
         ag.done = True
         ag.finished_at = env._now
         ag.pc = len(ag.ops)
@@ -1354,7 +1367,8 @@ class _RangeSetOverlaps(dict):
         total = int(lens.sum())
         if not total:
             return
-        se = np.fromiter((x for k in keys for r in k for x in r), np.int64, 2 * total).reshape(total, 2)
+        chain = itertools.chain.from_iterable
+        se = np.fromiter(chain(chain(keys)), np.int64, 2 * total).reshape(total, 2)
         kid = np.repeat(np.arange(len(keys), dtype=np.int64), lens)
         pos = np.arange(total, dtype=np.int64) - np.repeat(np.cumsum(lens) - lens, lens)
         order = np.argsort(se[:, 0], kind="stable")
