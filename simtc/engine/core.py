@@ -355,25 +355,21 @@ class Engine:
         # by each index where the same record object (by_id; the Program holds every record for the Engine's
         # life, so ids are stable) or an equal one (by_value) appears. An op with a lane-quadrant report is not
         # reused (its message names the first access).
-        by_id: dict[tuple, _Op] = {}
         by_value: dict[tuple, _Op] = {}
+        shared_by_id: dict[int, _Op] = {}  # by_id for the ops every warp shares: record id -> op
+        warp_by_id: dict[int, dict[int, _Op]] = {}  # by_id for the per-warp ops: warp -> record id -> op
 
-        shared_by_id: dict[int, _Op] = {}  # (id, None) entries of by_id: one lookup without a tuple
-
-        def compiled(rec, w: int) -> _Op:
-            rid = id(rec)
-            tpl = shared_by_id.get(rid) or by_id.get((rid, w))
+        def compiled(rec, w: int) -> _Op:  # after by_id missed
+            tpl = by_value.get((rec, None)) or by_value.get((rec, w))
             if tpl is None:
-                tpl = by_value.get((rec, None)) or by_value.get((rec, w))
-                if tpl is None:
-                    op = self._compile_op(rec, w, cache, rects, ranges)
-                    if op.quad_bad is not None:
-                        return op
-                    tpl = by_value[rec, w if op.per_warp else None] = op
-                if tpl.per_warp:
-                    by_id[rid, w] = tpl
-                else:
-                    shared_by_id[rid] = tpl
+                op = self._compile_op(rec, w, cache, rects, ranges)
+                if op.quad_bad is not None:
+                    return op
+                tpl = by_value[rec, w if op.per_warp else None] = op
+            if tpl.per_warp:
+                warp_by_id.setdefault(w, {})[id(rec)] = tpl
+            else:
+                shared_by_id[id(rec)] = tpl
             return tpl
 
         self.agents: list[_Agent] = []
@@ -381,14 +377,19 @@ class Engine:
             nthreads = role.threads if role.threads is not None else 32 * len(role.warps)
             per_warp = max(1, min(32, nthreads // max(1, len(role.warps))))
             first: list[_Op] | None = None
+            recs = role.records
+            ids = list(map(id, recs))
+            shared_get = shared_by_id.get
             for w in role.warps:
+                mine = warp_by_id.setdefault(w, {}).get  # by_id lookups without a call in the common case
                 if first is None:
-                    shared_get = shared_by_id.get  # the common case (a record object seen before) without a call
-                    ops = first = [shared_get(id(rec)) or compiled(rec, w) for rec in role.records]
+                    ops = first = [shared_get(rid) or mine(rid) or compiled(rec, w)
+                                   for rid, rec in zip(ids, recs, strict=True)]
                 else:  # only TMEM ld/st and warp-offset records depend on the warp: share the other compiled ops
-                    ops = [compiled(rec, w) if op.per_warp else op for rec, op in zip(role.records, first, strict=True)]
+                    ops = [(mine(rid) or compiled(rec, w)) if op.per_warp else op
+                           for rid, rec, op in zip(ids, recs, first, strict=True)]
                 self.agents.append(_Agent(len(self.agents), role.name, w, per_warp, ops))
-        self._alloc_seen = any(op.kind == K_ALLOC for a in self.agents for op in a.ops)
+        self._alloc_seen = any(op.kind == K_ALLOC for op in by_value.values())  # (quadrant-report ops are ld/st)
         self._rect_of, self._ranges_of = rects.of, ranges.of
         self._rect_over = _Interned(rects, _Overlaps(rects.of, _rect_overlap))
         self._range_over = _RangeSetOverlaps(ranges.of)
