@@ -29,6 +29,8 @@ role order, and nothing depends on hashing order or wall time.
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import heapq
 import itertools
 import time as _time
@@ -74,6 +76,21 @@ TC, LD, ST, GEN, TMA, BULK = "tc", "ld", "st", "gen", "tma", "bulk"
 
 UNITS = ("tensor_pipe", "tma", "tmem_path", "smem_port", "issue")
 _new_event = tuple.__new__  # Event(*fields) without the named tuple's argument-parsing __new__ (the hot loop)
+
+
+@contextlib.contextmanager
+def gc_paused():
+    """The cyclic garbage collector off for the block (restored after; nesting is fine). Compiling and running
+    allocate many small objects that live as long as the Engine and form no garbage cycles while it runs, so
+    collections there only re-scan live objects (a full one costs milliseconds); what becomes garbage is
+    collected after the block as usual."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
 
 
 def _per_warp(kind: int, rec) -> bool:
@@ -338,7 +355,8 @@ class Engine:
             if b.kind == "mbarrier":  # (as simtc.semantics.Cta.init_barriers does); mbarrier.init may redo it
                 self._mbars[b.name] = _MBar(b.name, b)
                 self._mbars[b.name].st.init(b.count)
-        self._compile()
+        with gc_paused():
+            self._compile()
         # happens-before state of memory
         self._tmem_w: dict = {}
         self._tmem_r: dict = {}
@@ -1128,26 +1146,27 @@ class Engine:
         t0 = _time.perf_counter()
         env = self.env
         step = env.step
-        try:
-            if until is None:
-                self._fast = True
-                q, pop = env._queue, heapq.heappop
-                while q:  # Environment.step inlined (the same order; a failed event crashes the run as there)
-                    env._now, _, _, event = pop(q)
-                    callbacks, event.callbacks = event.callbacks, None
-                    for callback in callbacks:
-                        callback(event)
-                    if not event._ok and not hasattr(event, "_defused"):
-                        exc = type(event._value)(*event._value.args)
-                        exc.__cause__ = event._value
-                        raise exc
-            else:
-                while env._queue and env.peek() < until:
-                    step()
-        except simpy.core.EmptySchedule:  # pragma: no cover - guarded above
-            pass
-        finally:
-            self._fast = False
+        with gc_paused():
+            try:
+                if until is None:
+                    self._fast = True
+                    q, pop = env._queue, heapq.heappop
+                    while q:  # Environment.step inlined (the same order; a failed event crashes the run as there)
+                        env._now, _, _, event = pop(q)
+                        callbacks, event.callbacks = event.callbacks, None
+                        for callback in callbacks:
+                            callback(event)
+                        if not event._ok and not hasattr(event, "_defused"):
+                            exc = type(event._value)(*event._value.args)
+                            exc.__cause__ = event._value
+                            raise exc
+                else:
+                    while env._queue and env.peek() < until:
+                        step()
+            except simpy.core.EmptySchedule:  # pragma: no cover - guarded above
+                pass
+            finally:
+                self._fast = False
         self._wall += _time.perf_counter() - t0
         if not env._queue:
             self._finish()

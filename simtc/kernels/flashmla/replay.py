@@ -369,6 +369,7 @@ def replay(model_name: str | Head64Model = "v32", blocks: int = 4, seed: int = 0
     (with the rescale pattern derived from it) and the comparisons.
     """
     from simtc.engine import Engine
+    from simtc.engine.core import gc_paused
     from simtc.semantics import Cta, execute
 
     m = model(model_name)
@@ -390,7 +391,8 @@ def replay(model_name: str | Head64Model = "v32", blocks: int = 4, seed: int = 0
         resc, source = rescale_blocks(inp, p_ref), "data"
     t0 = time.perf_counter()
     check_s = t0 - t_chk
-    program = head64_program(m, blocks, resc)
+    with gc_paused():  # building allocates many small long-lived records (no garbage cycles)
+        program = head64_program(m, blocks, resc)
     if transform is not None:
         program = transform(program)
     if timing_only:
