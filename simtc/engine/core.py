@@ -68,6 +68,8 @@ _KIND_OF_CLASS = {
     "WgmmaFence": K_WGMMA_FENCE,
 }
 _TCGEN05_OPS = frozenset((K_MMA, K_CP, K_LD, K_ST))
+# the records whose shared-memory reads the checker keeps as in-flight readers (_smem_add_reader)
+_SMEM_ASYNC_READERS = frozenset((K_MMA, K_CP, K_WGMMA, K_TMA_STORE))
 # semantics mode: arrivals execute when they land; waits and named barriers are ordering only (the engine's)
 _SEM_AT_ARRIVAL = frozenset((K_COMMIT, K_ARRIVE, K_ARRIVE_TX, K_TRY_WAIT, K_BAR_SYNC, K_BAR_ARRIVE))
 
@@ -411,6 +413,12 @@ class Engine:
         self._rect_of, self._ranges_of = rects.of, ranges.of
         self._rect_over = _Interned(rects, _Overlaps(rects.of, _rect_overlap))
         self._range_over = _RangeSetOverlaps(ranges.of)
+        # the overlapping ids that can hold a writer / an in-flight reader (the same ids in the same order, less
+        # those no record writes / reads asynchronously: their lookups always miss)
+        ops = by_value.values()
+        self._range_over_w = _Subset(self._range_over, {q for op in ops for q in op.smem_w})
+        self._range_over_r = _Subset(self._range_over,
+                                     {q for op in ops if op.kind in _SMEM_ASYNC_READERS for q in op.smem_r})
 
     def _compile_op(self, rec, warp: int, cache, rects, ranges) -> _Op:
         cls = type(rec).__name__
@@ -582,9 +590,10 @@ class Engine:
         if not w_all:  # nothing written to shared memory yet
             return
         me = (ag.role, ag.warp, i)
+        get, vc_get, over = w_all.get, ag.vc.get, self._range_over_w
         for q in ranges:
-            for r in self._range_over[q]:
-                w = w_all.get(r)
+            for r in over[q]:
+                w = get(r)
                 if w is None:
                     continue
                 key, seq, owner, idx = w
@@ -595,20 +604,20 @@ class Engine:
                                      "fence.proxy.async in the writing warp")
                     if owner == ag.idx:
                         continue
-                if ag.vc.get(key, 0) < seq:
+                if vc_get(key, 0) < seq:
                     what = f"the {'st.shared' if key[0] == GEN else 'TMA load'} {self._fmt(owner, idx)}"
                     self._hazard("smem-read-before-complete", self._rec(owner, idx), me,
                                  f"{ag.name} cannot know that {what} has completed")
 
     def _smem_write(self, ag: _Agent, i: int, ranges, key, seq) -> None:
         me = (ag.role, ag.warp, i)
-        w_all, r_all = self._smem_w, self._smem_r
+        w_all, get, vc_get, over = self._smem_w, self._smem_r.get, ag.vc.get, self._range_over_r
         for q in ranges:
-            for r in self._range_over[q]:
-                readers = r_all.get(r)
+            for r in over[q]:
+                readers = get(r)
                 if readers:
                     for rkey, (rseq, owner, idx) in readers.items():
-                        if ag.vc.get(rkey, 0) < rseq:
+                        if vc_get(rkey, 0) < rseq:
                             self._hazard("smem-overwrite-in-flight", self._rec(owner, idx), me,
                                          f"{ag.name} cannot know that the async read {self._fmt(owner, idx)} of "
                                          "this shared memory has completed")
@@ -1427,6 +1436,19 @@ class _RangeSetOverlaps(dict):
 
     def __missing__(self, i: int) -> tuple[int, ...]:
         return ()
+
+
+class _Subset(dict):
+    """id -> the ids of ``over[id]`` that lie in ``keep``, in ``over``'s order (computed on first use)."""
+
+    def __init__(self, over: dict, keep: set):
+        super().__init__()
+        self._over, self._keep = over, keep
+
+    def __missing__(self, i: int) -> tuple[int, ...]:
+        keep = self._keep
+        res = self[i] = tuple(r for r in self._over[i] if r in keep)
+        return res
 
 
 class _Overlaps(dict):
