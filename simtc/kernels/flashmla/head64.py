@@ -223,10 +223,17 @@ def _raw_role(m: Head64Model, blocks: int) -> list:
 @functools.lru_cache(maxsize=64)
 def _raw_block(name: str, b: int, ph: int, ib: int, iph: int) -> tuple:
     """One block of the raw producer; blocks in the same ring state issue the same records (built once)."""
+    return (MbarrierTryWait(f"valid_coord_scale_ready[{ib}]", iph), MbarrierTryWait(f"raw_free[{b}]", ph ^ 1),
+            *_raw_body(name, b, ib))
+
+
+@functools.lru_cache(maxsize=16)
+def _raw_body(name: str, b: int, ib: int) -> tuple:
+    """The raw producer's block after its waits: the same for both phases of a buffer (built once)."""
     m = model(name)
     coord0 = m.smem["tma_coord"].offset
     raw = m.smem[f"raw_nope{b}"].offset
-    rec: list = [MbarrierTryWait(f"valid_coord_scale_ready[{ib}]", iph), MbarrierTryWait(f"raw_free[{b}]", ph ^ 1)]
+    rec: list = []
     for j in range(m.nope_gathers):
         reg = f"coord{b}.{j}"  # one register per gather and buffer: TMA reads it when the copy runs
         rec += [LdShared(coord0 + 256 * ib + 16 * j, 16, reg, threads=1),
@@ -249,13 +256,20 @@ def _rope_role(m: Head64Model, blocks: int) -> list:
 @functools.lru_cache(maxsize=64)
 def _rope_block(name: str, b: int, ph: int, ib: int, iph: int) -> tuple:
     """One block of the RoPE producer (built once per ring state)."""
+    free = f"qk_done[{b}]" if model(name).v32 else f"sv_done[{b}]"
+    return (MbarrierTryWait(f"valid_coord_scale_ready[{ib}]", iph), MbarrierTryWait(free, ph ^ 1),
+            *_rope_body(name, b, ib))
+
+
+@functools.lru_cache(maxsize=16)
+def _rope_body(name: str, b: int, ib: int) -> tuple:
+    """The RoPE producer's block after its waits: the same for both phases of a buffer (built once)."""
     m = model(name)
     coord0 = m.smem["tma_coord"].offset
     row_elems = {"SW64": 32, "SW128": 64}[m.rope_swizzle]
     per_row = m.d_rope // row_elems
     rope = m.smem[f"dequant{b}.rope"].offset
-    free = f"qk_done[{b}]" if m.v32 else f"sv_done[{b}]"
-    rec: list = [MbarrierTryWait(f"valid_coord_scale_ready[{ib}]", iph), MbarrierTryWait(free, ph ^ 1)]
+    rec: list = []
     for j in range(B_TOPK // 4):
         reg = f"coord{b}.{j}"
         rec.append(LdShared(coord0 + 256 * ib + 16 * j, 16, reg, threads=1))
@@ -305,12 +319,17 @@ def _dequant_role(m: Head64Model, blocks: int) -> list:
 @functools.lru_cache(maxsize=64)
 def _dequant_block(name: str, b: int, ph: int, ib: int, iph: int) -> tuple:
     """One block of the dequant warpgroup (built once per ring state)."""
+    return (MbarrierTryWait(f"valid_coord_scale_ready[{ib}]", iph), MbarrierTryWait(f"raw_ready[{b}]", ph),
+            MbarrierTryWait(f"sv_done[{b}]", ph ^ 1), *_dequant_body(name, b, ib))
+
+
+@functools.lru_cache(maxsize=16)
+def _dequant_body(name: str, b: int, ib: int) -> tuple:
+    """The dequant warpgroup's block after its waits: the same for both phases of a buffer (built once)."""
     m = model(name)
     raw, nope = m.smem[f"raw_nope{b}"], m.smem[f"dequant{b}.nope"]
     sc = m.smem["scales"].offset + ib * B_TOPK * m.num_scales
-    rec = [MbarrierTryWait(f"valid_coord_scale_ready[{ib}]", iph), MbarrierTryWait(f"raw_ready[{b}]", ph),
-           MbarrierTryWait(f"sv_done[{b}]", ph ^ 1),
-           CudaCoreBlock("dequant", _dequant_counts(m), effect="fmla.dequant",
+    rec = [CudaCoreBlock("dequant", _dequant_counts(m), effect="fmla.dequant",
                          smem_reads=((raw.offset, raw.end), (sc, sc + B_TOPK * m.num_scales)),
                          smem_writes=((nope.offset, nope.end),)),
            FenceProxyAsync(), MbarrierArrive(f"nope_ready[{b}]"), MbarrierArrive(f"raw_free[{b}]"),
@@ -338,7 +357,6 @@ def _softmax_role(m: Head64Model, blocks: int, rescale: Sequence[bool]) -> list:
 def _softmax_block(name: str, b: int, ph: int, ib: int, iph: int, first: bool, rescale: bool) -> tuple:
     """One block of the softmax warpgroup (built once per ring state, first block and rescale flag)."""
     m = model(name)
-    pex, s0 = m.smem["p_exchange_buf"].offset, m.smem["s"].offset
     rmax = m.smem["rowwise_max_buf"].offset
     counts = _softmax_counts()
     own, peer = _OWN, _PEER
@@ -352,12 +370,7 @@ def _softmax_block(name: str, b: int, ph: int, ib: int, iph: int, first: bool, r
                  WaitLd(), FenceBeforeThreadSync(),
                  CudaCoreBlock("p own/peer", (), effect="fmla.p_select", regs_read=("p_c0", "p_c1"),
                                regs_written=("p", *(f"pex{j}" for j in range(8))))]
-    rec += [StShared(pex + 512 * j, 16, f"pex{j}", warp_offsets=(2 * _SLOT, 3 * _SLOT, 0, _SLOT),
-                     label=f"p_peer[{4 * j}:{4 * j + 4}] -> slot w^2") for j in range(8)]
-    rec.append(BarSync(_PAIR[0], _PAIR[1], warp_ids=(_PAIR[0], _PAIR[0] + 1, _PAIR[0], _PAIR[0] + 1),
-                       label="pair barrier (warps 0+2 / 1+3)"))
-    rec += [LdShared(pex + 512 * j, 16, f"pin{j}", warp_offsets=(0, _SLOT, 2 * _SLOT, 3 * _SLOT),
-                     label=f"slot w[{4 * j}:{4 * j + 4}]") for j in range(8)]
+    rec += _softmax_exchange(name)
     rec += [CudaCoreBlock("add, mask, row max", counts["reduce"], effect="fmla.reduce",
                           regs_read=("p", *(f"pin{j}" for j in range(8))), regs_written=("p", "cur"),
                           smem_reads=((valid, valid + 8),)),
@@ -368,8 +381,7 @@ def _softmax_block(name: str, b: int, ph: int, ib: int, iph: int, first: bool, r
             CudaCoreBlock("lazy rescale, exp2, li", counts["exp"] + (counts["rescale_exp"] if rescale else ()),
                           effect=exp_effect, regs_read=("p", "cur", "cur_peer", "state"),
                           regs_written=("state", "s0", "s1", "s2", "s3"))]
-    rec += [StShared(s0 + 1024 * j, 16, f"s{j}", warp_offsets=(0, 512, 4096, 4608), label=f"S chunk {j}")
-            for j in range(4)]
+    rec += _softmax_s_stores(name)
     if rescale:
         rec.append(FenceAfterThreadSync())
         for c in range(4):
@@ -380,6 +392,28 @@ def _softmax_block(name: str, b: int, ph: int, ib: int, iph: int, first: bool, r
         rec.append(FenceBeforeThreadSync())
     rec += [FenceProxyAsync(), MbarrierArrive(f"so_ready[{b}]")]
     return tuple(rec)
+
+
+@functools.lru_cache(maxsize=4)
+def _softmax_exchange(name: str) -> tuple:
+    """Every block's P exchange: the peer halves stored to slot w^2, the pair barrier, the own slot read (built
+    once)."""
+    pex = model(name).smem["p_exchange_buf"].offset
+    rec = [StShared(pex + 512 * j, 16, f"pex{j}", warp_offsets=(2 * _SLOT, 3 * _SLOT, 0, _SLOT),
+                    label=f"p_peer[{4 * j}:{4 * j + 4}] -> slot w^2") for j in range(8)]
+    rec.append(BarSync(_PAIR[0], _PAIR[1], warp_ids=(_PAIR[0], _PAIR[0] + 1, _PAIR[0], _PAIR[0] + 1),
+                       label="pair barrier (warps 0+2 / 1+3)"))
+    rec += [LdShared(pex + 512 * j, 16, f"pin{j}", warp_offsets=(0, _SLOT, 2 * _SLOT, 3 * _SLOT),
+                     label=f"slot w[{4 * j}:{4 * j + 4}]") for j in range(8)]
+    return tuple(rec)
+
+
+@functools.lru_cache(maxsize=4)
+def _softmax_s_stores(name: str) -> tuple:
+    """Every block's S stores (bf16 P for the PV MMA; built once)."""
+    s0 = model(name).smem["s"].offset
+    return tuple(StShared(s0 + 1024 * j, 16, f"s{j}", warp_offsets=(0, 512, 4096, 4608), label=f"S chunk {j}")
+                 for j in range(4))
 
 
 @functools.lru_cache(maxsize=1)
@@ -515,7 +549,8 @@ def _per_block_counts(name: str, rescale: bool) -> dict[str, dict[str, int]]:
 def clear_caches() -> None:
     """Forget every built Program and block (benchmarks time a first build with this)."""
     for f in (_build, _per_block_counts, _o_stage_offsets, _q_loads, _q_copies, _qk_mmas, _pv_mmas, _raw_block,
-              _rope_block, _index_block, _dequant_block, _softmax_block, _softmax_lse, _softmax_o_out):
+              _raw_body, _rope_block, _rope_body, _index_block, _dequant_block, _dequant_body, _softmax_block,
+              _softmax_exchange, _softmax_s_stores, _softmax_lse, _softmax_o_out):
         f.cache_clear()
 
 
