@@ -701,6 +701,9 @@ class Engine:
         mma_costs = self._mma_costs
         q, eid, heappush = env._queue, env._eid, heapq.heappush  # _advance and _sleep inlined (the hot path)
         role, warp = ag.role, ag.warp
+        spans = self.unit_spans
+        port_spans, tma_spans, pipe_spans, tmem_spans = (spans["smem_port"], spans["tma"], spans["tensor_pipe"],
+                                                         spans["tmem_path"])
         for i, op in enumerate(ag.ops):
             ag.pc = i
             kind = op.kind
@@ -736,8 +739,8 @@ class Engine:
             if kind in (K_LD_SHARED, K_ST_SHARED):
                 start = now if now > self._port_free else self._port_free
                 self._port_free = start + op.occ
-                self.unit_busy["smem_port"] += op.occ
-                self.unit_spans["smem_port"].append((start, start + op.occ, ag.idx))
+                busy["smem_port"] += op.occ
+                port_spans.append((start, start + op.occ, ag.idx))
                 if kind == K_ST_SHARED:
                     ag.gen_seq += 1
                     ag.vc[(GEN, ag.idx)] = ag.gen_seq
@@ -752,8 +755,8 @@ class Engine:
                 mb = self._mbars[op.bar]
                 start = now if now > self._tma_free else self._tma_free
                 self._tma_free = start + op.occ
-                self.unit_busy["tma"] += op.occ
-                self.unit_spans["tma"].append((start, start + op.occ, ag.idx))
+                busy["tma"] += op.occ
+                tma_spans.append((start, start + op.occ, ag.idx))
                 done = start + op.lat
                 s = ag.tma_seq.get(op.bar, 0) + 1
                 ag.tma_seq[op.bar] = s
@@ -794,8 +797,8 @@ class Engine:
                     start = now + pre if now + pre > self._pipe_free else self._pipe_free
                     dep = ev if start <= now + pre else self._pipe_last_ev
                     self._pipe_free = start + occ
-                    self.unit_busy["tensor_pipe"] += occ
-                    self.unit_spans["tensor_pipe"].append((start, start + occ, ag.idx))
+                    busy["tensor_pipe"] += occ
+                    pipe_spans.append((start, start + occ, ag.idx))
                     done = start + body
                     if kind == K_WGMMA and members > 1:
                         self._wg_ops[gkey] = [done, dep, members - 1]
@@ -844,8 +847,8 @@ class Engine:
             elif kind in (K_LD, K_ST):
                 start = now if now > self._tmem_free else self._tmem_free
                 self._tmem_free = start + op.occ
-                self.unit_busy["tmem_path"] += op.occ
-                self.unit_spans["tmem_path"].append((start, start + op.occ, ag.idx))
+                busy["tmem_path"] += op.occ
+                tmem_spans.append((start, start + op.occ, ag.idx))
                 done = start + op.lat
                 if kind == K_LD:
                     ag.ld_seq += 1
@@ -892,8 +895,8 @@ class Engine:
             elif kind == K_TMA_STORE:
                 start = now if now > self._tma_free else self._tma_free
                 self._tma_free = start + op.occ
-                self.unit_busy["tma"] += op.occ
-                self.unit_spans["tma"].append((start, start + op.occ, ag.idx))
+                busy["tma"] += op.occ
+                tma_spans.append((start, start + op.occ, ag.idx))
                 ag.bulk_seq += 1
                 read_done = start + op.occ
                 ag.bulk_open = (max(ag.bulk_open[0], read_done), ag.bulk_seq)
