@@ -421,7 +421,7 @@ def replay(model_name: str | Head64Model = "v32", blocks: int = 4, seed: int = 0
         dt = time.perf_counter() - t_c
         check_s += dt
         t0 += dt
-    phases = [e.cycle for e in eng.trace if e.kind == "phase" and e.detail.startswith("sv_done")]
+    phases = [e[0] for e in eng.trace if e[4] == "phase" and e[5].startswith("sv_done")]  # (cycle, kind, detail)
     cpb = (phases[-1] - phases[0]) / (len(phases) - 1) if len(phases) >= 2 else float(eng.cycles)
     flops = 2 * B_H * B_TOPK * (m.d_q + m.d_v)
     crit: dict[str, int] = {}
