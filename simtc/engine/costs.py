@@ -176,8 +176,14 @@ class Costs:
 
     def shared_access(self, rec) -> int:
         """Shared-memory port cycles of an ld/st.shared: wavefronts per 32-thread warp access
-        (:func:`simtc.smem.banks.bank_conflicts`; 128 B per wavefront = the port's 128 B/cycle)."""
-        return _wavefronts(rec.addr, rec.width, tuple(rec.thread_offsets()))
+        (:func:`simtc.smem.banks.bank_conflicts`; 128 B per wavefront = the port's 128 B/cycle).
+
+        Moving every address of an access by one row of banks (32 banks x 4 B = 128 B) keeps each word's bank
+        and the words' distinctness, hence the wavefronts: accesses are costed once per address modulo 128.
+        """
+        from simtc.smem.banks import BANK_BYTES, NUM_BANKS
+
+        return _wavefronts(rec.addr % (NUM_BANKS * BANK_BYTES), rec.width, tuple(rec.thread_offsets()))
 
     def shared_latency(self, rec) -> int:
         return int(self.p("smem_ld_latency"))
