@@ -2,7 +2,7 @@
 
 It walks through the dual GEMM with numbers from the simulator itself: Q's placement in TMEM by
 ``tcgen05.cp``, the 128-row aliased view of K, one instruction computing two independent 64x64x16
-products, the 18 QK instructions filling the TMEM map, the P_lo/P_hi exchange and its measured cost,
+products, the 18 QK instructions filling the TMEM map, the P_lo/P_hi exchange and its cost on the engine,
 one replay's timeline, the comparison with the design alternatives, and the replay's checks (P
 bit-exact, O / LSE errors, instruction counts, no hazards), ending with ``PASS`` (exit 0) or ``FAIL``
 (exit 1). It answers the two questions of ``flashmla_head64.md`` §13 with the replay's numbers. Text
@@ -133,7 +133,8 @@ def tour_lines(width: int, blocks: int = 4) -> tuple[list[str], bool]:
     head("5. The exchange: the reduction the dual GEMM costs")
     say(f"Warps 0/2 and 1/3 swap half rows through a 16 KiB shared buffer and add: per softmax thread per block "
         f"{base.exchange_instructions} extra instructions (1 LDTM.x32, 8 STS.128, 8 LDS.128, 16 FADD2, one 64-thread "
-        f"barrier). Measured on the engine: {base.exchange_cycles_per_block:.0f} cycles per block on a softmax warp, "
+        f"barrier). On the engine (a model: its B200 timing parameters are derived or assumed, none measured on a "
+        f"Blackwell GPU here): {base.exchange_cycles_per_block:.0f} cycles per block on a softmax warp, "
         f"{100 * base.exchange_cycles_per_block / base.cycles_per_block:.0f}% of the "
         f"{base.cycles_per_block:.0f} cycles a block takes.")
 
