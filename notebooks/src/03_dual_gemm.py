@@ -414,7 +414,7 @@ assert layout_e.map(5, 70) == (69, 6) and layout_e.map(5, 6) == (5, 6)
 # P_lo and P_hi bit-exact; their sum is Q.K^T to rounding; the whole replay checks out
 assert p_exact == {"P_lo": True, "P_hi": True} and np.abs(p_sum - exact).max() < 1e-4
 assert run.ok and run.p_bit_exact and not run.hazards and run.per_block["tcgen05.mma.ws"] == 26
-# the exchange: 34 instructions per thread per block, its cycles measured from the trace
+# the exchange: 34 instructions per thread per block, its cycles counted in the engine's (simulated) trace
 assert per_block == {"LDTM.x32 (extra)": 1, "STS.128": 8, "LDS.128": 8, "FADD2": 16, "BAR.SYNC (pair)": 1}
 assert abs(np.mean(exchange_cycles) - exchange_cost(eng)) < 1e-6 and 0.05 < overhead < 0.2
 # Q1: no second loop -- 18 straight-line QK MMAs per block cover 2 x 288 = 576 dims
