@@ -205,7 +205,9 @@ def _load_npz(path: str | os.PathLike, what: str) -> dict[str, np.ndarray]:
     except (OSError, ValueError, EOFError) as e:
         if isinstance(e, FileNotFoundError | IsADirectoryError | PermissionError):
             raise
-        raise _bad(f"{os.fspath(path)!r} is not a numpy .npz archive ({e})",
+        # numpy's own text for a non-archive talks about unpickling it; it is never loaded that way here
+        why = "not a zip archive of .npy arrays" if "pickle" in str(e) else str(e)
+        raise _bad(f"{os.fspath(path)!r} is not a numpy .npz archive ({why})",
                    f"a FlashMLA {what} file is an .npz archive (numpy.savez)") from None
     if not isinstance(f, np.lib.npyio.NpzFile):
         raise _bad(f"{os.fspath(path)!r} holds a single .npy array, not an .npz archive of named arrays",
@@ -215,8 +217,8 @@ def _load_npz(path: str | os.PathLike, what: str) -> dict[str, np.ndarray]:
         for k in f.files:
             try:
                 out[k] = f[k]
-            except ValueError as e:  # object arrays need pickle, which is refused
-                raise _bad(f"{what} array {k!r} cannot be read without pickle ({e})",
+            except ValueError:  # object arrays need pickle, which is refused
+                raise _bad(f"{what} array {k!r} is an object array",
                            "no pickled or object arrays (files are read with allow_pickle=False)") from None
     return out
 
