@@ -22,7 +22,7 @@ from pathlib import Path
 
 from simtc.errors import HardwareUnavailable, SimtcError
 
-__all__ = ["CompileError", "compile_cuda", "disassemble", "load_kernel", "sass_histogram"]
+__all__ = ["CompileError", "cache_dir", "compile_cuda", "disassemble", "load_kernel", "sass_histogram"]
 
 
 class CompileError(SimtcError, RuntimeError):
@@ -33,7 +33,8 @@ class CompileError(SimtcError, RuntimeError):
         self.log = log
 
 
-def _cache_dir() -> Path:
+def cache_dir() -> Path:
+    """simtc's build cache (``$SIMTC_CACHE``, default ``~/.cache/simtc``), created on first use."""
     d = Path(os.environ.get("SIMTC_CACHE", Path.home() / ".cache" / "simtc"))
     d.mkdir(parents=True, exist_ok=True)
     return d
@@ -108,7 +109,7 @@ def compile_cuda(source: str, *, arch: str = "sm_90a", name: str = "kernel.cu", 
         except ImportError:
             route = "nvcc"
     key = hashlib.sha256("\x00".join([route, arch, output, *opts, source]).encode()).hexdigest()[:24]
-    path = _cache_dir() / f"{key}.{output}"
+    path = cache_dir() / f"{key}.{output}"
     if path.exists():
         return path.read_bytes()
     if route == "nvrtc":
@@ -175,7 +176,7 @@ def load_kernel(source: str, name: str, *, arch: str):
             module = cupy.RawModule(code=source, options=("-std=c++17", f"-arch={arch}"), backend="nvrtc")
         else:
             cubin = compile_cuda(source, arch=arch, name=f"{name}.cu")
-            path = _cache_dir() / f"{hashlib.sha256(cubin).hexdigest()[:24]}.load.cubin"
+            path = cache_dir() / f"{hashlib.sha256(cubin).hexdigest()[:24]}.load.cubin"
             if not path.exists():
                 path.write_bytes(cubin)
             module = cupy.RawModule(path=str(path))

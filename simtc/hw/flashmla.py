@@ -213,12 +213,12 @@ def build(checkout: FlashMLACheckout, out_dir=None, *, sm90: bool = True, sm100:
           progress: Progress | None = None) -> FlashMLABuild:
     """Build FlashMLA's kernels into ``out_dir`` (default ``$SIMTC_CACHE/flashmla/<key>``), or reuse that folder
     when it already holds a build of the same checkout commit, flags and nvcc. A dirty checkout always rebuilds."""
-    from simtc.hw.compile import _cache_dir
+    from simtc.hw.compile import cache_dir
 
     nvcc = _nvcc()
     version = _nvcc_version(nvcc)
     keys = {"sm90": _key(checkout, version, "sm90"), "sm100": _key(checkout, version, "sm100")}
-    out = Path(out_dir) if out_dir else _cache_dir() / "flashmla" / hashlib.sha256(
+    out = Path(out_dir) if out_dir else cache_dir() / "flashmla" / hashlib.sha256(
         (keys["sm90"] + keys["sm100"]).encode()).hexdigest()[:16]
     out.mkdir(parents=True, exist_ok=True)
     mpath = out / "build.json"

@@ -46,7 +46,7 @@ from simtc.isa.shared import LdShared, StShared
 from simtc.isa.sync import BarSync
 from simtc.isa.tcgen05 import Cp, FenceAfterThreadSync, FenceBeforeThreadSync, Ld, Mma, WaitLd
 from simtc.kernels.flashmla.constants import B_H, B_TOPK, O_COLUMN, P_COLUMN
-from simtc.kernels.flashmla.head64 import _ring
+from simtc.kernels.flashmla.head64 import ring_state
 from simtc.kernels.flashmla.models import Head64Model, model
 from simtc.kernels.flashmla.plan import NOPE_TILE, ROPE_TILE
 from simtc.smem.memory import SMEM_CAPACITY
@@ -147,7 +147,7 @@ def prefill_overlap(program: Program) -> Program:
         out, blk = [], -1
         for r in recs:
             if isinstance(r, StShared) and r.label.startswith("p_peer[0:4]") and blk >= 1:
-                b, ph, _, _ = _ring(blk - 1)
+                b, ph, _, _ = ring_state(blk - 1)
                 out += [MbarrierTryWait(f"sv_done[{b}]", ph), FenceAfterThreadSync()]
             out.append(r)
             if isinstance(r, MbarrierTryWait) and r.bar.startswith("qk_done"):

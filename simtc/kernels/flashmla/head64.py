@@ -77,7 +77,7 @@ from simtc.smem.desc import SmemDescriptor
 from simtc.smem.layout import CanonicalLayout
 
 __all__ = ["MUTATIONS", "PV_IDESC", "ROLE_WARPS", "S_LAYOUT", "head64_program", "mutate", "per_block_counts",
-           "role_counts", "setup_records"]
+           "ring_state", "role_counts", "setup_records"]
 
 ROLE_WARPS = {"softmax": (0, 1, 2, 3), "mma": (4,), "raw": (5,), "rope": (6,), "index": (7,),
               "dequant": (8, 9, 10, 11)}
@@ -131,7 +131,14 @@ def setup_records(m: str | Head64Model = "v32") -> tuple:
             RelinquishAllocPermit())
 
 
-def _ring(i: int) -> tuple[int, int, int, int]:
+def ring_state(i: int) -> tuple[int, int, int, int]:
+    """Block ``i``'s ring state (buf_idx, bar_phase, index_buf_idx, index_bar_phase): 2 KV buffers, 4 index buffers.
+
+    Every role advances its own copy once per block (flashmla_head64.md §5.2, kernel.cuh ``RingState``).
+
+    >>> ring_state(5)
+    (1, 0, 1, 1)
+    """
     return i % 2, (i // 2) % 2, i % 4, (i // 4) % 2
 
 
@@ -198,7 +205,7 @@ def _mma_role(m: Head64Model, blocks: int) -> list:
                  FenceAfterThreadSync(), *_q_copies(m.name), Commit("q_utccp", label="Q copies done"),
                  MbarrierTryWait("q_utccp", 0), FenceAfterThreadSync()]
     for i in range(blocks):
-        b, ph, _, _ = _ring(i)
+        b, ph, _, _ = ring_state(i)
         qk = _qk_mmas(m.name, b)
         if m.v32:
             rec += [MbarrierTryWait(f"rope_ready[{b}]", ph), FenceAfterThreadSync(), *qk[:2],
@@ -216,7 +223,7 @@ def _mma_role(m: Head64Model, blocks: int) -> list:
 def _raw_role(m: Head64Model, blocks: int) -> list:
     rec: list = [MbarrierTryWait("q_utccp", 0), MbarrierTryWait("last_store_done", 0)]
     for i in range(blocks):
-        rec += _raw_block(m.name, *_ring(i))
+        rec += _raw_block(m.name, *ring_state(i))
     return rec
 
 
@@ -249,7 +256,7 @@ def _raw_body(name: str, b: int, ib: int) -> tuple:
 def _rope_role(m: Head64Model, blocks: int) -> list:
     rec: list = [MbarrierTryWait("q_utccp", 0), MbarrierTryWait("last_store_done", 0)]
     for i in range(blocks):
-        rec += _rope_block(m.name, *_ring(i))
+        rec += _rope_block(m.name, *ring_state(i))
     return rec
 
 
@@ -287,7 +294,7 @@ def _rope_body(name: str, b: int, ib: int) -> tuple:
 def _index_role(m: Head64Model, blocks: int) -> list:
     rec: list = []
     for i in range(blocks):
-        rec += _index_block(m.name, *_ring(i)[2:])
+        rec += _index_block(m.name, *ring_state(i)[2:])
     return rec
 
 
@@ -312,7 +319,7 @@ def _index_block(name: str, ib: int, iph: int) -> tuple:
 def _dequant_role(m: Head64Model, blocks: int) -> list:
     rec: list = [MbarrierTryWait("q_utccp", 0)]
     for i in range(blocks):
-        rec += _dequant_block(m.name, *_ring(i))
+        rec += _dequant_block(m.name, *ring_state(i))
     return rec
 
 
@@ -349,8 +356,8 @@ def _softmax_role(m: Head64Model, blocks: int, rescale: Sequence[bool]) -> list:
     rec: list = [BulkWaitGroupRead(0, label="tma_store_wait<0>"), MbarrierArrive("last_store_done"),
                  CudaCoreBlock("softmax init", (("MOV", 3),), effect="fmla.softmax_init", regs_written=("state",))]
     for i in range(blocks):
-        rec += _softmax_block(m.name, *_ring(i), i == 0, bool(rescale[i]))
-    return rec + list(_softmax_epilogue(m.name, *_ring(blocks - 1)[:2]))
+        rec += _softmax_block(m.name, *ring_state(i), i == 0, bool(rescale[i]))
+    return rec + list(_softmax_epilogue(m.name, *ring_state(blocks - 1)[:2]))
 
 
 @functools.lru_cache(maxsize=128)
