@@ -107,9 +107,7 @@ class TimelineView(JupyterMixin):
             for i, e in enumerate(tr):
                 if e.kind not in ("arrive", "phase"):
                     continue
-                bar = e.detail.split(" ")[0] if e.kind == "arrive" else e.detail.split(" phase")[0]
-                if e.detail.startswith("bar "):
-                    bar = " ".join(e.detail.split(" ")[:2])
+                bar = _barrier_name(e)
                 chars, styles = names.setdefault(bar, ([" "] * cols, [None] * cols))
                 x = cell(e.cycle)
                 if e.kind == "phase":
@@ -121,12 +119,14 @@ class TimelineView(JupyterMixin):
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         width = self.width or options.max_width
-        label_w = min(24, max([len(r) for r in self._labels()] + [8]))
+        labels = self._labels()
+        label_w = min(max([len(r) for r in labels] + [8]), max(12, width // 3))
         cols = max(10, width - label_w - 3)
         rows, end = self._rows(cols)
+        short = {label: _abbreviate(label, label_w) for label, _, _ in rows if len(label) > label_w}
         yield Text(self.title, style="bold")
         for label, chars, styles in rows:
-            t = Text(f"{label[:label_w]:<{label_w}} │")
+            t = Text(f"{short.get(label, label):<{label_w}} │")
             run_style, run = None, []
             for ch, st in zip(chars, styles, strict=True):
                 if st is not run_style and run:
@@ -152,6 +152,8 @@ class TimelineView(JupyterMixin):
         legend.append("█ unit occupied  ", style=_UNIT)
         legend.append("critical path", style=_CRIT)
         yield legend
+        if short:  # names too long for the label column: say what each abbreviation stands for
+            yield Text("abbreviated: " + "; ".join(f"{a} = {full}" for full, a in short.items()), style="dim")
         if self.engine.hazards:
             yield Text(f"{len(self.engine.hazards)} hazard(s):", style="bold red")
             for h in self.engine.hazards[:10]:
@@ -161,4 +163,19 @@ class TimelineView(JupyterMixin):
         eng = self.engine
         out = [f"{a.role}[w{a.warp}]" for a in eng.agents]
         out += [_UNIT_NAMES.get(u, u) for u, s in eng.unit_spans.items() if s]
+        if self.barriers:
+            out += list(dict.fromkeys(_barrier_name(e) for e in eng.trace if e.kind in ("arrive", "phase")))
         return out
+
+
+def _barrier_name(e) -> str:
+    """The barrier an ``arrive`` / ``phase`` trace event is about (``"bar 9"`` for a named barrier)."""
+    if e.detail.startswith("bar "):
+        return " ".join(e.detail.split(" ")[:2])
+    return e.detail.split(" ")[0] if e.kind == "arrive" else e.detail.split(" phase")[0]
+
+
+def _abbreviate(name: str, width: int) -> str:
+    """``name`` in ``width`` characters: its head and tail around a ``~`` (listed in full under the picture)."""
+    tail = min(4, max(0, width - 2) // 2)
+    return name[:width - tail - 1] + "~" + (name[-tail:] if tail else "")

@@ -27,3 +27,18 @@ def test_paused_run_shows_waiting_warps():
     text = to_text(e.timeline(), width=80)
     line = next(ln for ln in text.splitlines() if ln.startswith("epilogue[w0]"))
     assert line.rstrip().endswith("░")
+
+
+def test_long_barrier_names_are_whole_or_abbreviated_with_a_legend():
+    from simtc.kernels.flashmla.replay import replay
+    from simtc.render.export import to_text
+
+    eng = replay("v32", 2, 0, timing_only=True, keep_engine=True).engine
+    names = {e.detail.split(" ")[0] for e in eng.trace if e.kind == "arrive" and not e.detail.startswith("bar ")}
+    assert "valid_coord_scale_ready[0]" in names
+    wide = to_text(eng.timeline(width=140), width=140)
+    assert all(n in wide for n in names) and "abbreviated" not in wide
+    narrow = " ".join(to_text(eng.timeline(width=60), width=60).split())
+    legend = narrow[narrow.index("abbreviated:"):]
+    assert all(n in narrow for n in names)  # every full name is still on the page
+    assert "valid_coord_scale_ready[0]" in legend and "~" in legend
