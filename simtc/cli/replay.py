@@ -189,5 +189,18 @@ def run(args) -> int:
     else:
         if args.mutate is not None:
             print(f"mutation {args.mutate}: {'NOT caught' if r.ok else 'caught'}")
-        print(r.summary())
+        print(_fit(r.summary()))
     return 0 if r.ok else 1
+
+
+def _fit(text: str) -> str:
+    """``text`` wrapped to the terminal width, each line's indent kept for its continuation lines."""
+    import shutil
+    import textwrap
+
+    width = max(40, shutil.get_terminal_size((100, 24)).columns)
+    out = []
+    for line in text.splitlines():
+        indent = line[:len(line) - len(line.lstrip())]
+        out += textwrap.wrap(line, width, subsequent_indent=indent + "  ") or [""]
+    return "\n".join(out)

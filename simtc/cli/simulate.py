@@ -84,20 +84,32 @@ def run(args) -> int:
         emit_json(summary)
     else:
         from simtc.render.export import print_view
+        from simtc.render.lines import LinesView
 
-        if not args.step:
-            print_view(eng.timeline(), width=args.term_width)
-        print(f"{program.name}: {summary['cycles']} cycles, {summary['events']} events"
-              f"{'' if eng.finished else ' (stopped at --until)'}")
-        for h in eng.hazards:
-            print(f"hazard: {h}")
-        if eng.deadlock:
-            print("deadlock: " + "; ".join(f"{w['role']}[w{w['warp']}]#{w['index']} waits on {w['waits_on']}"
-                                           for w in eng.deadlock["waiting"]))
-            for bar, who in eng.deadlock["would_arrive"].items():
-                names = ", ".join(f"{w['role']}[w{w['warp']}]#{w['index']} ({w['state']})" for w in who) or "nobody"
-                print(f"  {bar} would be arrived on by: {names}")
+        if not args.step:  # the picture; the hazards follow in full, once, below it
+            print_view(eng.timeline(hazards=False), width=args.term_width)
+        print_view(LinesView(lambda width: _report_lines(eng, program.name, summary, width)), width=args.term_width)
         for s in eng.semantics_errors:
             print(f"note: cycle {s['cycle']}: the semantics layer refused {s['record']}: {s['error']}",
                   file=sys.stderr)
     return 0 if eng.clean else 1
+
+
+def _report_lines(eng, name: str, summary: dict, width: int) -> list[str]:
+    """The run's result in words, wrapped to ``width``: cycles, every hazard, the deadlock and who would arrive."""
+    import textwrap
+
+    def wrap(text: str, indent: str = "") -> list[str]:
+        return textwrap.wrap(text, width, initial_indent=indent, subsequent_indent=indent + "    ")
+
+    out = wrap(f"{name}: {summary['cycles']} cycles, {summary['events']} events"
+               f"{'' if eng.finished else ' (stopped at --until)'}")
+    for h in eng.hazards:
+        out += wrap(f"hazard: {h}")
+    if eng.deadlock:
+        out += wrap("deadlock: " + "; ".join(f"{w['role']}[w{w['warp']}]#{w['index']} waits on {w['waits_on']}"
+                                             for w in eng.deadlock["waiting"]))
+        for bar, who in eng.deadlock["would_arrive"].items():
+            names = ", ".join(f"{w['role']}[w{w['warp']}]#{w['index']} ({w['state']})" for w in who) or "nobody"
+            out += wrap(f"{bar} would be arrived on by: {names}", "  ")
+    return out

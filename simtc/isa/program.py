@@ -292,7 +292,7 @@ class Program:
                       title_justify="left")
             t.add_column("#", justify="right")
             t.add_column("opcode", style="cyan")
-            t.add_column("PTX")
+            t.add_column("PTX", overflow="fold")
             t.add_column("label", style="dim")
             for i, rec in enumerate(r.records):
                 t.add_row(str(i), rec.opcode, rec.ptx(), rec.label)

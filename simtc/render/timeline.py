@@ -33,10 +33,12 @@ _UNIT_NAMES = {"tensor_pipe": "tensor pipe", "tma": "TMA", "tmem_path": "TMEM ld
 class TimelineView(JupyterMixin):
     """The timeline of a finished (or paused) :class:`simtc.engine.core.Engine` run."""
 
-    def __init__(self, engine, *, width: int | None = None, barriers: bool = True, title: str | None = None):
+    def __init__(self, engine, *, width: int | None = None, barriers: bool = True, title: str | None = None,
+                 hazards: bool = True):
         self.engine = engine
         self.width = width
         self.barriers = barriers
+        self.hazards = hazards
         self.title = title or f"{engine.program.name}: {engine.cycles} cycles, {len(engine.trace)} events"
 
     def _rows(self, cols: int):
@@ -154,7 +156,7 @@ class TimelineView(JupyterMixin):
         yield legend
         if short:  # names too long for the label column: say what each abbreviation stands for
             yield Text("abbreviated: " + "; ".join(f"{a} = {full}" for full, a in short.items()), style="dim")
-        if self.engine.hazards:
+        if self.hazards and self.engine.hazards:
             yield Text(f"{len(self.engine.hazards)} hazard(s):", style="bold red")
             for h in self.engine.hazards[:10]:
                 yield Text(f"  {h}", style="red")
