@@ -305,6 +305,11 @@ class Engine:
 
     def __init__(self, program, *, mode: str = "timing", arch: str = "sm100", check: bool = True, costs=None,
                  cta=None):
+        from simtc.isa.program import Program
+
+        if not isinstance(program, Program):
+            raise EngineError(f"the engine runs a simtc.isa.Program, got {type(program).__name__}",
+                              rule="Engine(program) takes a Program (registry.build(name), Program.from_json)")
         if mode not in MODES:
             raise EngineError(f"mode must be one of {MODES}, got {mode!r}", rule="engine modes")
         if costs is None:

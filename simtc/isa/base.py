@@ -210,6 +210,10 @@ class Instr:
                 raise IsaError(f"{cls.op}: unknown JSON field {key!r}", rule="record JSON fields")
             codec = names[key].metadata.get("codec")
             kwargs[key] = _decode(value, codec) if codec else value
+        missing = [a.name for a in attrs.fields(cls)
+                   if a.default is attrs.NOTHING and a.name not in kwargs and a.name not in cls._json_extra]
+        if missing:
+            raise IsaError(f"{cls.op}: JSON lacks the field(s) {', '.join(missing)}", rule="record JSON fields")
         return cls._from_kwargs(d, kwargs)
 
     @classmethod

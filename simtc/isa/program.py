@@ -81,7 +81,8 @@ class Role:
 
     @classmethod
     def from_json(cls, name: str, d: dict) -> Role:
-        return cls(name, tuple(d["warps"]), tuple(record_from_json(r) for r in d["records"]), threads=d["threads"])
+        extra = {"threads": d["threads"]} if "threads" in d else {}
+        return cls(name, tuple(d["warps"]), tuple(record_from_json(r) for r in d["records"]), **extra)
 
 
 @frozen
@@ -217,6 +218,13 @@ class Program:
     @classmethod
     def from_json(cls, d: dict) -> Program:
         """Inverse of :meth:`to_json` (``"counts"`` is derived, so it is checked, not read)."""
+        if not isinstance(d, dict) or not isinstance(d.get("name"), str) or not isinstance(d.get("roles"), dict):
+            raise IsaError("a Program's JSON is an object with a \"name\" string and a \"roles\" object "
+                           "(role -> {warps, threads, records})", rule="Program JSON (simtc program NAME --json)")
+        for n, r in d["roles"].items():
+            if not isinstance(r, dict) or not {"warps", "records"} <= r.keys():
+                raise IsaError(f"role {n!r}: JSON needs \"warps\" and \"records\"",
+                               rule="Program JSON (simtc program NAME --json)")
         p = cls(d["name"], tuple(Role.from_json(n, r) for n, r in d["roles"].items()),
                 barriers=tuple(Barrier.from_json(b) for b in d.get("barriers", ())),
                 description=d.get("description", ""), meta=tuple(tuple(m) for m in d.get("meta", ())))

@@ -78,4 +78,4 @@ def test_bad_json_files(run, tmp_path):
     wrong = tmp_path / "wrong.json"
     wrong.write_text(json.dumps({"name": "x"}))
     rc, _, err = run("program", str(wrong))
-    assert rc == 2 and "not a program's JSON" in err and len(err.strip().splitlines()) == 1
+    assert rc == 2 and "a Program's JSON is an object" in err and len(err.strip().splitlines()) == 1

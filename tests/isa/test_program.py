@@ -139,3 +139,18 @@ def test_rich_and_jupyter_renderings():
     assert html.count("<table>") == 2 and "QK NoPE k=15" in html
     bundle = p._repr_mimebundle_()
     assert set(bundle) == {"text/plain", "text/html"} and "tcgen05.mma.ws" in bundle["text/plain"]
+
+
+@pytest.mark.parametrize("bad", [
+    {},
+    {"name": "x"},
+    {"name": "x", "roles": []},
+    {"name": "x", "roles": {"a": {"warps": [0]}}},
+    {"name": "x", "roles": {"a": {"warps": [0], "records": [{"op": "tcgen05.alloc"}]}}},
+], ids=["empty", "no-roles", "roles-list", "role-no-records", "record-missing-fields"])
+def test_bad_program_json_is_refused_with_the_rule(bad):
+    from simtc.errors import SimtcError
+
+    with pytest.raises(SimtcError) as info:
+        Program.from_json(bad)
+    assert info.value.rule
