@@ -177,8 +177,14 @@ class Instr:
     label: str = field(default="", kw_only=True, validator=is_str)
     """Human text (a role's comment, e.g. ``"QK NoPE k=3"``); never part of the semantics."""
 
-    def ptx(self) -> str:  # pragma: no cover - every record overrides it
-        raise NotImplementedError
+    ptx_line: ClassVar[str] = ""
+    """The whole PTX line of a record without operands (e.g. ``"tcgen05.wait::ld.sync.aligned;"``)."""
+
+    def ptx(self) -> str:
+        """This record's PTX line; records with operands override it."""
+        if not self.ptx_line:  # pragma: no cover - every record has a line or an override
+            raise NotImplementedError(f"{type(self).__name__} has no PTX line")
+        return self.ptx_line
 
     def footprint(self, warp: int = 0) -> Footprint:
         """What this record reads and writes (default: nothing)."""

@@ -166,8 +166,7 @@ class RelinquishAllocPermit(Instr):
     op: ClassVar[str] = "tcgen05.relinquish_alloc_permit"
     opcode: ClassVar[str] = "tcgen05.relinquish_alloc_permit"
 
-    def ptx(self) -> str:
-        return "tcgen05.relinquish_alloc_permit.cta_group::1.sync.aligned;"
+    ptx_line: ClassVar[str] = "tcgen05.relinquish_alloc_permit.cta_group::1.sync.aligned;"
 
 
 # ---- cp ------------------------------------------------------------------------------------------------
@@ -562,8 +561,7 @@ class WaitLd(Instr):
     op: ClassVar[str] = "tcgen05.wait::ld"
     opcode: ClassVar[str] = "tcgen05.wait"
 
-    def ptx(self) -> str:
-        return "tcgen05.wait::ld.sync.aligned;"
+    ptx_line: ClassVar[str] = "tcgen05.wait::ld.sync.aligned;"
 
 
 @register
@@ -574,8 +572,7 @@ class WaitSt(Instr):
     op: ClassVar[str] = "tcgen05.wait::st"
     opcode: ClassVar[str] = "tcgen05.wait"
 
-    def ptx(self) -> str:
-        return "tcgen05.wait::st.sync.aligned;"
+    ptx_line: ClassVar[str] = "tcgen05.wait::st.sync.aligned;"
 
 
 @register
@@ -586,8 +583,7 @@ class FenceBeforeThreadSync(Instr):
     op: ClassVar[str] = "tcgen05.fence::before_thread_sync"
     opcode: ClassVar[str] = "tcgen05.fence"
 
-    def ptx(self) -> str:
-        return "tcgen05.fence::before_thread_sync;"
+    ptx_line: ClassVar[str] = "tcgen05.fence::before_thread_sync;"
 
 
 @register
@@ -598,5 +594,4 @@ class FenceAfterThreadSync(Instr):
     op: ClassVar[str] = "tcgen05.fence::after_thread_sync"
     opcode: ClassVar[str] = "tcgen05.fence"
 
-    def ptx(self) -> str:
-        return "tcgen05.fence::after_thread_sync;"
+    ptx_line: ClassVar[str] = "tcgen05.fence::after_thread_sync;"

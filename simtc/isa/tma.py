@@ -174,8 +174,7 @@ class BulkCommitGroup(Instr):
     opcode: ClassVar[str] = "cp.async.bulk.commit_group"
     elected: ClassVar[bool] = True
 
-    def ptx(self) -> str:
-        return "cp.async.bulk.commit_group;"
+    ptx_line: ClassVar[str] = "cp.async.bulk.commit_group;"
 
 
 @register

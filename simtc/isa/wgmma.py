@@ -39,8 +39,7 @@ class WgmmaFence(Instr):
     op: ClassVar[str] = "wgmma.fence"
     opcode: ClassVar[str] = "wgmma.fence"
 
-    def ptx(self) -> str:
-        return "wgmma.fence.sync.aligned;"
+    ptx_line: ClassVar[str] = "wgmma.fence.sync.aligned;"
 
 
 def _a(value):
@@ -141,8 +140,7 @@ class WgmmaCommitGroup(Instr):
     op: ClassVar[str] = "wgmma.commit_group"
     opcode: ClassVar[str] = "wgmma.commit_group"
 
-    def ptx(self) -> str:
-        return "wgmma.commit_group.sync.aligned;"
+    ptx_line: ClassVar[str] = "wgmma.commit_group.sync.aligned;"
 
 
 @register
