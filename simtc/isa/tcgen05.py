@@ -165,7 +165,6 @@ class RelinquishAllocPermit(Instr):
 
     op: ClassVar[str] = "tcgen05.relinquish_alloc_permit"
     opcode: ClassVar[str] = "tcgen05.relinquish_alloc_permit"
-
     ptx_line: ClassVar[str] = "tcgen05.relinquish_alloc_permit.cta_group::1.sync.aligned;"
 
 
@@ -560,7 +559,6 @@ class WaitLd(Instr):
 
     op: ClassVar[str] = "tcgen05.wait::ld"
     opcode: ClassVar[str] = "tcgen05.wait"
-
     ptx_line: ClassVar[str] = "tcgen05.wait::ld.sync.aligned;"
 
 
@@ -571,7 +569,6 @@ class WaitSt(Instr):
 
     op: ClassVar[str] = "tcgen05.wait::st"
     opcode: ClassVar[str] = "tcgen05.wait"
-
     ptx_line: ClassVar[str] = "tcgen05.wait::st.sync.aligned;"
 
 
@@ -582,7 +579,6 @@ class FenceBeforeThreadSync(Instr):
 
     op: ClassVar[str] = "tcgen05.fence::before_thread_sync"
     opcode: ClassVar[str] = "tcgen05.fence"
-
     ptx_line: ClassVar[str] = "tcgen05.fence::before_thread_sync;"
 
 
@@ -593,5 +589,4 @@ class FenceAfterThreadSync(Instr):
 
     op: ClassVar[str] = "tcgen05.fence::after_thread_sync"
     opcode: ClassVar[str] = "tcgen05.fence"
-
     ptx_line: ClassVar[str] = "tcgen05.fence::after_thread_sync;"

@@ -38,7 +38,6 @@ class WgmmaFence(Instr):
 
     op: ClassVar[str] = "wgmma.fence"
     opcode: ClassVar[str] = "wgmma.fence"
-
     ptx_line: ClassVar[str] = "wgmma.fence.sync.aligned;"
 
 
@@ -139,7 +138,6 @@ class WgmmaCommitGroup(Instr):
 
     op: ClassVar[str] = "wgmma.commit_group"
     opcode: ClassVar[str] = "wgmma.commit_group"
-
     ptx_line: ClassVar[str] = "wgmma.commit_group.sync.aligned;"
 
 
