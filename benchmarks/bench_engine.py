@@ -1,6 +1,6 @@
 """Engine speed: simulated events per second in timing-only mode (target >= 200,000 on 2 cores).
 
-The workload is :func:`simtc.engine.microbench.qk_loop`, a long synthetic loop of the FlashMLA QK
+The workload is :func:`simtc.kernels.flashmla.programs.qk_loop`, a long synthetic loop of the FlashMLA QK
 pattern: per block the MMA thread waits for the softmax warps to free P, issues the 18 QK
 ``tcgen05.mma.ws`` of ``flashmla-qk`` and commits; the four softmax warps wait for the commit,
 load P, wait, compute and arrive. The machine is shared, so each figure is taken over several
@@ -16,7 +16,7 @@ import sys
 import time
 
 from simtc.engine.core import Engine
-from simtc.engine.microbench import qk_loop
+from simtc.kernels.flashmla.programs import qk_loop
 
 
 def _rates(n: int, seconds: list[float]) -> str:

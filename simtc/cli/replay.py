@@ -179,8 +179,10 @@ def run(args) -> int:
                keep_engine=args.svg is not None, rescale=args.rescale_blocks)
     if args.svg is not None:
         from simtc.cli._common import write_svg
+        from simtc.render.timeline import TimelineView
 
-        write_svg(r.engine.timeline(), args.svg, title=f"FlashMLA head64 {r.model.upper()}, {r.blocks} block(s)")
+        write_svg(TimelineView(r.engine), args.svg,
+                  title=f"FlashMLA head64 {r.model.upper()}, {r.blocks} block(s)")
     if args.json:
         out = r.to_json()
         if args.mutate is not None:

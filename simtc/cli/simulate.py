@@ -59,6 +59,7 @@ def _semantics_setup(program):
 def run(args) -> int:
     from simtc.cli._common import emit_json, write_svg
     from simtc.engine.core import Engine
+    from simtc.render.timeline import TimelineView
 
     program = load_program(args.program)
     mode = "timing" if args.timing_only else "semantics"
@@ -79,7 +80,7 @@ def run(args) -> int:
     if eng.semantics_errors:
         summary["semantics_errors"] = eng.semantics_errors
     if getattr(args, "svg", None):
-        write_svg(eng.timeline(), args.svg, width=args.term_width, title=program.name)
+        write_svg(TimelineView(eng), args.svg, width=args.term_width, title=program.name)
     if args.json:
         emit_json(summary)
     else:
@@ -87,7 +88,7 @@ def run(args) -> int:
         from simtc.render.lines import LinesView
 
         if not args.step:  # the picture; the hazards follow in full, once, below it
-            print_view(eng.timeline(hazards=False), width=args.term_width)
+            print_view(TimelineView(eng, hazards=False), width=args.term_width)
         print_view(LinesView(lambda width: _report_lines(eng, program.name, summary, width)), width=args.term_width)
         for s in eng.semantics_errors:
             print(f"note: cycle {s['cycle']}: the semantics layer refused {s['record']}: {s['error']}",

@@ -1,17 +1,22 @@
-"""``simtc timing mma``: MMA latency and initiation interval, measured on the engine.
+"""``simtc timing``: the timing model's parameters, what an answer rests on, and MMA microbenchmarks.
 
-Builds the microbenchmark Programs of ``timing.md`` §1.1 (latency: one MMA + commit + mbarrier
-wait by the issuing warp; II: back-to-back chains, slope over depths) and runs them on the
-cycle-level engine; prints ``{"latency_cycles", "ii_cycles", "parameters": [{name, value, label,
-source}]}`` with ``--json``. Illegal combinations (``.ws`` with ``cta_group::2``, RS on sm100,
-TS on sm90 ...) are refused naming the rule (exit 2).
+* ``simtc timing params [--arch sm100|sm90] [--json]`` -- every parameter the engine reads:
+  ``{name, arch, value, unit, label, source, used_by}`` (label: measured / documented / derived / assumed).
+* ``simtc timing sensitivity NAME [--json]`` -- halves and doubles each parameter and reports the relative
+  change of the answer, sorted by effect: rows ``{name, label, value, unit, "x0.5", "x2", source}``. NAME is
+  ``flashmla-head64`` (the answer: steady-state cycles per block of a timing-only replay) or a Program
+  (``simtc program --list``, or a Program JSON file; the answer: its cycles).
+* ``simtc timing mma`` -- builds the microbenchmark Programs of ``timing.md`` §1.1 (latency: one MMA + commit +
+  mbarrier wait by the issuing warp; II: back-to-back chains, slope over depths) and runs them on the
+  cycle-level engine; prints ``{"latency_cycles", "ii_cycles", "parameters": [...]}`` with ``--json``. Illegal
+  combinations (``.ws`` with ``cta_group::2``, RS on sm100, TS on sm90 ...) are refused naming the rule (exit 2).
 """
 
 from __future__ import annotations
 
 from simtc.cli._common import add_output_options, int_in, needs_subcommand
 
-__all__ = ["register", "run_mma_cmd"]
+__all__ = ["register", "run_mma_cmd", "run_params_cmd", "run_sensitivity_cmd"]
 
 
 def register(sub) -> None:
@@ -35,6 +40,30 @@ def register(sub) -> None:
     m.add_argument("--cta-group", type=int, choices=(1, 2), default=1, help="cta_group")
     add_output_options(m)
     m.set_defaults(handler=run_mma_cmd)
+    q = s.add_parser("params", help="every timing parameter with its label and source",
+                     description="Every parameter the engine reads: value, unit, label (measured / documented / "
+                                 "derived / assumed), source and the mechanisms that use it.")
+    q.add_argument("--arch", choices=("sm100", "sm90"), default=None,
+                   help="one architecture's table (default: both)")
+    q.add_argument("--label", choices=("measured", "documented", "derived", "assumed"), default=None,
+                   help="only the parameters with this label (default: all)")
+    add_output_options(q)
+    q.set_defaults(handler=run_params_cmd)
+    v = s.add_parser("sensitivity", help="which parameters an answer rests on (x0.5 and x2 each)",
+                     description="Halve and double each timing parameter and report the relative change of the "
+                                 "answer, sorted by effect: for flashmla-head64 the steady-state cycles per block of "
+                                 "a timing-only replay; for a Program (a name of 'simtc program --list' or a JSON "
+                                 "file) its cycles.")
+    v.add_argument("name", metavar="NAME", help="flashmla-head64, a Program name or a Program JSON file")
+    v.add_argument("--model", choices=("v32", "model1"), default="v32", help="flashmla-head64: kernel configuration")
+    v.add_argument("--blocks", type=int_in(3, 256, "a steady state needs 3 ... 256 blocks"), default=12,
+                   help="flashmla-head64: blocks of the request")
+    v.add_argument("--arch", choices=("sm100", "sm90"), default="sm100",
+                   help="whose parameter table (flashmla-head64 runs on sm100)")
+    v.add_argument("--top", type=int_in(1, 1000, "rows to show"), default=None,
+                   help="show only the N parameters with the largest effect (default: all)")
+    add_output_options(v)
+    v.set_defaults(handler=run_sensitivity_cmd)
     p.set_defaults(handler=needs_subcommand(p))
 
 
@@ -66,3 +95,86 @@ def run_mma_cmd(args) -> int:
     r = {**r, "notes": notes}
     title = f"simtc timing mma: {r['instruction']}"
     return emit(args, data=r, view=LinesView(lambda width: _lines(r, width)), title=title)
+
+
+def _param_rows(arch: str | None, label: str | None) -> list[dict]:
+    from simtc.engine.parameters import PARAMETERS
+
+    archs = [arch] if arch else list(PARAMETERS)
+    return [p.as_dict(a) for a in archs for p in PARAMETERS[a].values() if label is None or p.label == label]
+
+
+def _params_lines(rows: list[dict], width: int) -> list[str]:
+    import textwrap
+
+    out = []
+    counts: dict[tuple[str, str], int] = {}
+    for r in rows:
+        counts[r["arch"], r["label"]] = counts.get((r["arch"], r["label"]), 0) + 1
+    for arch in dict.fromkeys(r["arch"] for r in rows):
+        out.append(f"{arch}: " + ", ".join(f"{n} {lab}" for (a, lab), n in counts.items() if a == arch))
+    for r in rows:
+        head = f"{r['arch']} {r['name']} = {r['value']} {r['unit']} [{r['label']}] (used by {', '.join(r['used_by'])})"
+        out += textwrap.wrap(head, width, subsequent_indent="    ")
+        out += textwrap.wrap(r["source"], width, initial_indent="    ", subsequent_indent="    ")
+    return out
+
+
+def run_params_cmd(args) -> int:
+    from simtc.cli._common import emit
+    from simtc.render.lines import LinesView
+
+    rows = _param_rows(args.arch, args.label)
+    return emit(args, data=rows, view=LinesView(lambda width: _params_lines(rows, width)),
+                title="simtc timing params")
+
+
+def _measure(args):
+    """(measure: Timing -> float, what it measures, its baseline Timing)."""
+    from simtc.engine.parameters import Timing
+
+    if args.name in ("flashmla-head64", f"flashmla-head64-{args.model}"):
+        from simtc.kernels.flashmla.replay import steady_cycles_per_block
+
+        if args.arch != "sm100":
+            from simtc.errors import SimtcError
+
+            raise SimtcError("flashmla-head64 is an sm100 kernel: its sensitivity is taken on the sm100 table",
+                             rule="flashmla-head64 runs on sm100")
+        return (lambda t: steady_cycles_per_block(args.model, args.blocks, t),
+                f"steady-state cycles per block, FlashMLA head64 {args.model.upper()}, {args.blocks} blocks",
+                Timing("sm100"))
+    from simtc.cli.program import load
+    from simtc.engine.core import Engine
+
+    program = load(args.name)
+    return (lambda t: Engine(program, timing=t, check=False).run().cycles, f"cycles of {program.name}",
+            Timing(args.arch))
+
+
+def _sensitivity_lines(what: str, base: float, rows: list[dict], width: int) -> list[str]:
+    out = [f"{what}: {base:,.1f} with every parameter at its table value",
+           "relative change of the answer when one parameter is halved (x0.5) or doubled (x2):",
+           f"{'parameter':<32} {'label':<10} {'x0.5':>8} {'x2':>8}"]
+    for r in rows:
+        out.append(f"{r['name']:<32} {r['label']:<10} {100 * r['x0.5']:>+7.1f}% {100 * r['x2']:>+7.1f}%")
+    unmoved = [r["name"] for r in rows if r["x0.5"] == 0 and r["x2"] == 0]
+    if unmoved:
+        import textwrap
+
+        out += textwrap.wrap(f"no effect on this answer: {', '.join(unmoved)}", width)
+    return out
+
+
+def run_sensitivity_cmd(args) -> int:
+    from simtc.cli._common import emit
+    from simtc.engine.sensitivity import sensitivity
+    from simtc.render.lines import LinesView
+
+    measure, what, timing = _measure(args)
+    base = float(measure(timing))
+    rows = [r.as_dict() for r in sensitivity(measure, timing)]
+    shown = rows[:args.top] if args.top else rows
+    data = {"measure": what, "value": base, "rows": shown}
+    return emit(args, data=data, view=LinesView(lambda width: _sensitivity_lines(what, base, shown, width)),
+                title=f"simtc timing sensitivity {args.name}")

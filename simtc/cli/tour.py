@@ -140,8 +140,9 @@ def tour_lines(width: int, blocks: int = 4) -> tuple[list[str], bool]:
 
     head("6. The replay's timeline")
     from simtc.render.export import to_text
+    from simtc.render.timeline import TimelineView
 
-    tl = r.engine.timeline(width=width, barriers=False)
+    tl = TimelineView(r.engine, width=width, barriers=False)
     out.extend(to_text(tl, width=width).rstrip("\n").split("\n"))
 
     head("7. The alternatives, on the same inputs, engine and checker")

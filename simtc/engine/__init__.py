@@ -1,19 +1,26 @@
-"""The cycle-level engine: warps as processes, asynchronous units, barriers, a labelled timing model.
+"""The cycle-level engine: warps as processes beside the SM's units, a labelled timing model, a hazard checker.
 
-Submodules load lazily (PEP 562, Scientific-Python SPEC 1), so ``import simtc.engine`` costs
-next to nothing and pulls in neither SimPy, rich nor numpy:
+Submodules load lazily (PEP 562, Scientific-Python SPEC 1), so ``import simtc.engine`` costs next to
+nothing and pulls in neither SimPy, rich nor numpy. One short module per piece:
 
-* :mod:`simtc.engine.timing` -- the timing model: one labelled parameter table per architecture
-  (``PARAMETERS["sm100"]``, ``PARAMETERS["sm90"]``) and the mechanistic MMA model
-  (:func:`~simtc.engine.timing.predict_mma` and the component functions the tensor-pipe unit uses).
-* :mod:`simtc.engine.core` -- :class:`~simtc.engine.core.Engine` (alias ``Simulation``): a Program's
-  warps as SimPy processes beside the tensor pipe, TMA, TMEM path and shared-memory port; trace,
-  step-through, snapshots, per-role and per-unit busy cycles, critical path, hazard checker.
-* :mod:`simtc.engine.barriers` -- mbarrier and named-barrier state machines.
-* :mod:`simtc.engine.hazards` -- the checked rules (``RULES``) and the :class:`~simtc.engine.hazards.Hazard` report.
-* :mod:`simtc.engine.costs` -- record costs read from the timing tables.
-* :mod:`simtc.engine.microbench` -- MMA latency / II microbenchmark Programs run on the engine.
-* :mod:`simtc.engine.trace` -- the trace :class:`~simtc.engine.trace.Event`.
+* :mod:`~simtc.engine.parameters` -- every number: labelled tables (``PARAMETERS["sm100"]``,
+  ``PARAMETERS["sm90"]``) and the :class:`~simtc.engine.parameters.Timing` a run uses;
+* :mod:`~simtc.engine.timing` -- the tensor pipe's closed-form MMA model (:func:`~simtc.engine.timing.predict_mma`);
+* :mod:`~simtc.engine.core` -- :class:`~simtc.engine.core.Engine` (alias ``Simulation``): compile, run, step,
+  results;
+* :mod:`~simtc.engine.scheduler` -- the clock and event queue (SimPy, public API);
+* :mod:`~simtc.engine.warp` -- a warp issuing its records; :mod:`~simtc.engine.handlers` -- one handler per
+  record kind (what it costs and when it completes);
+* the units: :mod:`~simtc.engine.issue` (sub-partition issue slot, pipes, scoreboard),
+  :mod:`~simtc.engine.smem_port` (the one shared-memory bandwidth), :mod:`~simtc.engine.tensor_pipe`,
+  :mod:`~simtc.engine.tmem_path`, :mod:`~simtc.engine.copy_engine` (TMA), :mod:`~simtc.engine.memory`
+  (L2 and HBM), :mod:`~simtc.engine.barriers` (mbarriers, named barriers), on
+  :mod:`~simtc.engine.calendar` (how a unit hands out its time);
+* :mod:`~simtc.engine.checker` -- the hazard checker, an observer; :mod:`~simtc.engine.hazards` -- its rules;
+* :mod:`~simtc.engine.sensitivity` -- which parameters an answer rests on (halve and double each);
+* :mod:`~simtc.engine.microbench` -- MMA latency / II microbenchmark Programs run on the engine;
+* :mod:`~simtc.engine.calibration` -- the published measurements the tensor pipe is calibrated on;
+* :mod:`~simtc.engine.ops`, :mod:`~simtc.engine.trace` -- compiled records and trace events.
 
 ``Engine`` and ``Simulation`` are also importable from here (lazily).
 
@@ -27,13 +34,39 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-__all__ = ["Engine", "Simulation", "barriers", "core", "costs", "hazards", "microbench", "timing", "trace"]
-
-_SUBMODULES = frozenset(("barriers", "core", "costs", "hazards", "microbench", "timing", "trace"))
+_SUBMODULES = frozenset(("barriers", "calendar", "calibration", "checker", "copy_engine", "core", "handlers",
+                         "hazards", "issue", "memory", "microbench", "ops", "parameters", "scheduler",
+                         "sensitivity", "smem_port", "tensor_pipe", "timing", "tmem_path", "trace", "warp"))
 _FROM_CORE = frozenset(("Engine", "Simulation"))
 
+__all__ = ["Engine", "Simulation", "barriers", "calendar", "calibration", "checker", "copy_engine", "core", "handlers",
+           "hazards", "issue", "memory", "microbench", "ops", "parameters", "scheduler", "sensitivity", "smem_port",
+           "tensor_pipe", "timing", "tmem_path", "trace", "warp"]
+
 if TYPE_CHECKING:  # pragma: no cover - for type checkers only
-    from simtc.engine import barriers, core, costs, hazards, microbench, timing, trace
+    from simtc.engine import (
+        barriers,
+        calendar,
+        calibration,
+        checker,
+        copy_engine,
+        core,
+        handlers,
+        hazards,
+        issue,
+        memory,
+        microbench,
+        ops,
+        parameters,
+        scheduler,
+        sensitivity,
+        smem_port,
+        tensor_pipe,
+        timing,
+        tmem_path,
+        trace,
+        warp,
+    )
     from simtc.engine.core import Engine, Simulation
 
 

@@ -40,7 +40,7 @@ reaches the named count, then resets.
 
 from __future__ import annotations
 
-__all__ = ["MBARRIER_REF", "NAMED_BARRIER_REF", "MBarrierState", "NamedBarrierState"]
+__all__ = ["MBARRIER_REF", "NAMED_BARRIER_REF", "MBarrier", "MBarrierState", "NamedBarrier", "NamedBarrierState"]
 
 MBARRIER_REF = "PTX ISA 9.0 §9.7.13.15"
 NAMED_BARRIER_REF = "PTX ISA 9.0 §9.7.13.1"
@@ -134,3 +134,31 @@ class NamedBarrierState:
 
     def state(self) -> dict:
         return {"id": self.id, "arrived": self.arrived, "count": self.count, "generation": self.generation}
+
+
+class MBarrier:
+    """An mbarrier in a run: its state machine, the warps waiting on it (``(parity, event, warp)``) and the trace
+    events of its last arrival and its last phase completion."""
+
+    __slots__ = ("decl", "last_arrive_ev", "phase_ev", "st", "waiters")
+
+    def __init__(self, name: str, decl=None):
+        self.st = MBarrierState(name)
+        self.waiters: list = []
+        self.last_arrive_ev = -1
+        self.phase_ev = -1
+        self.decl = decl
+
+
+class NamedBarrier:
+    """A named barrier in a run: its state machine, the warps waiting in ``bar.sync`` (``(event, warp)``), the
+    thread counts it was used with, and when its current generation's last store-visible arrival came."""
+
+    __slots__ = ("counts", "last_ev", "st", "visible", "waiters")
+
+    def __init__(self, id: int):
+        self.st = NamedBarrierState(id)
+        self.waiters: list = []
+        self.counts: set[int] = set()
+        self.last_ev = -1
+        self.visible = 0

@@ -18,10 +18,10 @@ The ``.ws`` collector usages map to records as ``timing.md`` §2 describes them:
 
 from __future__ import annotations
 
-from simtc.engine import timing
+from simtc.engine import timing as timing_model
 from simtc.errors import ShapeError
 
-__all__ = ["DEPTHS", "ii_program", "latency_program", "qk_loop", "run_mma"]
+__all__ = ["DEPTHS", "ii_program", "latency_program", "run_mma"]
 
 DEPTHS = (32, 64, 128, 256)
 
@@ -95,41 +95,6 @@ def ii_program(arch: str, m: int, n: int, depth: int, operands: str = "SS", ws: 
                     _records(arch, m, n, operands, ws, collector, depth))
 
 
-def qk_loop(blocks: int):
-    """A long loop of the FlashMLA QK pattern (the engine's speed workload, ``benchmarks/bench_engine.py``).
-
-    Per block the MMA thread waits for the softmax warps to free P, issues the 18 QK
-    ``tcgen05.mma.ws`` of ``flashmla-qk`` and commits; the four softmax warps wait for the commit,
-    load P, wait, compute and arrive.
-    """
-    from simtc.isa import (
-        Commit,
-        CudaCoreBlock,
-        FenceAfterThreadSync,
-        FenceBeforeThreadSync,
-        Ld,
-        MbarrierArrive,
-        MbarrierTryWait,
-        Program,
-        Role,
-        WaitLd,
-    )
-    from simtc.isa.program import Barrier
-    from simtc.kernels.flashmla.programs import qk_mmas
-
-    mmas = qk_mmas(1)
-    mma, sm = [], []
-    for i in range(blocks):
-        ph = i & 1
-        mma += [MbarrierTryWait("p_free", ph ^ 1), FenceAfterThreadSync(), *mmas, Commit("qk_done")]
-        sm += [MbarrierTryWait("qk_done", ph), FenceAfterThreadSync(), Ld(400, "32x32b", 64, "p"), WaitLd(),
-               CudaCoreBlock("softmax", (("FMNMX", 32), ("FFMA2", 16), ("MUFU.EX2", 32)), regs_read=("p",)),
-               FenceBeforeThreadSync(), MbarrierArrive("p_free")]
-    return Program(f"bench/qk-loop-{blocks}", (Role("mma", (4,), tuple(mma), threads=1),
-                                               Role("softmax", (0, 1, 2, 3), tuple(sm))),
-                   barriers=(Barrier("qk_done", "mbarrier", 1), Barrier("p_free", "mbarrier", 128)))
-
-
 def _span(engine) -> int:
     """Cycles from the first MMA's issue to the issue of the record after the wait (the ``end`` label)."""
     first = end = None
@@ -145,34 +110,39 @@ def _span(engine) -> int:
 
 
 def run_mma(arch: str, m: int, n: int, k: int | None = None, operands: str = "SS", ws: bool = False,
-            collector: str = "discard", cta_group: int = 1, dtype: str = "bf16") -> dict:
+            collector: str = "discard", cta_group: int = 1, dtype: str = "bf16", timing=None) -> dict:
     """Run the latency and II programs on the engine: ``{"latency_cycles", "ii_cycles", "depths",
-    "chain_cycles", "parameters": [{name, value, label, source}]}``. Illegal forms raise naming the rule."""
-    from simtc.engine.core import Engine
-    from simtc.engine.costs import Costs
+    "chain_cycles", "parameters": [{name, value, unit, label, source, used_by}]}`` (the parameters the
+    closed-form model of this instruction reads). Illegal forms raise naming the rule.
 
-    timing.mma_spec(arch, m, n, k, operands, ws, collector, cta_group, dtype)  # legality, with the rule
+    ``timing``: a :class:`~simtc.engine.parameters.Timing` of ``arch`` (default: its table)."""
+    from simtc.engine.core import Engine
+    from simtc.engine.parameters import Timing
+
+    timing_model.mma_spec(arch, m, n, k, operands, ws, collector, cta_group, dtype)  # legality, with the rule
     if cta_group != 1:
         raise ShapeError("the engine's MMA records are cta_group::1 (a CTA pair is not modelled as a Program)",
                          rule="engine programs are cta_group::1", ref="PTX ISA 9.0 §9.7.16.6 Table 46")
     if dtype != "bf16":
         raise ShapeError(f"the microbenchmark programs use bf16 operands, got {dtype!r}",
                          rule="microbenchmark programs are bf16 (the B200 data of timing.md §1-§2)")
-    costs = Costs(arch)
-    eng = Engine(latency_program(arch, m, n, operands, ws, collector), arch=arch, costs=costs).run()
+    timing = timing or Timing(arch)
+    eng = Engine(latency_program(arch, m, n, operands, ws, collector), timing=timing).run()
     _require_clean(eng)
     latency = _span(eng)
     spans = []
     for d in DEPTHS:
-        e = Engine(ii_program(arch, m, n, d, operands, ws, collector), arch=arch, costs=costs).run()
+        e = Engine(ii_program(arch, m, n, d, operands, ws, collector), timing=timing).run()
         _require_clean(e)
         spans.append(_span(e))
     n_ = len(DEPTHS)
     mx, my = sum(DEPTHS) / n_, sum(spans) / n_
     slope = sum((x - mx) * (y - my) for x, y in zip(DEPTHS, spans, strict=True)) / sum((x - mx) ** 2 for x in DEPTHS)
-    return {"instruction": timing.mma_spec(arch, m, n, k, operands, ws, collector, cta_group, dtype).ptx,
+    return {"instruction": timing_model.mma_spec(arch, m, n, k, operands, ws, collector, cta_group, dtype).ptx,
             "latency_cycles": latency, "ii_cycles": round(slope, 2), "depths": list(DEPTHS), "chain_cycles": spans,
-            "parameters": costs.parameters()}
+            "parameters": [{**p.as_dict(), "value": timing[p.name]} for p in
+                           timing_model.predict_mma(arch, m, n, k, operands, ws, collector, cta_group, dtype,
+                                                    timing=timing).parameters]}
 
 
 def _require_clean(engine) -> None:

@@ -1,10 +1,22 @@
 """``CudaCoreBlock``: a named block of CUDA-core work (not one PTX instruction).
 
-It carries SASS instruction counts by class (for timing: ``("FFMA2", 16)``, ``("MUFU.EX2", 32)``)
-and the *name* of the numpy effect it stands for (resolved by the semantics layer's effect
-registry; ``""`` = timing only). Its footprint is declared by explicit fields.
+It carries what the timing model needs and the *name* of the numpy effect it stands for (resolved by the
+semantics layer's effect registry; ``""`` = timing only):
 
->>> b = CudaCoreBlock("exp2", (("FFMA2", 16), ("MUFU.EX2", 32)), effect="softmax_exp2", regs_read=("p",))
+* ``counts`` -- SASS instructions per thread by class (``("FFMA2", 16)``, ``("MUFU.EX2", 32)``): the mix
+  that occupies the issue slot and the pipes;
+* ``chain`` -- the block's longest dependent chain, as the classes along it (``(("FMNMX", 32),)``: a row
+  maximum taken one value after the other); its latency is the sum of theirs, however fast they issue.
+  Empty: every instruction is independent of the others (only throughput matters);
+* ``wavefronts`` -- shared-memory port cycles per warp of its LDS/STS when they are not the conflict-free
+  count (e.g. FlashMLA's 2-way conflicted fp8 loads); 0 = derived from the counts;
+* ``gmem`` -- how its global loads/stores spread: ``"coalesced"`` (one row per warp-instruction) or
+  ``"scattered"`` (one row per lane, a gather).
+
+Its footprint is declared by explicit fields.
+
+>>> b = CudaCoreBlock("exp2", (("FFMA2", 16), ("MUFU.EX2", 32)), effect="softmax_exp2", regs_read=("p",),
+...                   chain=(("FFMA2", 1), ("MUFU.EX2", 1)))
 >>> b.ptx()
 '// cuda_core exp2: FFMA2 x16, MUFU.EX2 x32 -> effect softmax_exp2'
 >>> b.instructions
@@ -17,7 +29,7 @@ from typing import ClassVar
 
 from attrs import field, frozen
 
-from simtc.isa.base import Instr, as_str_tuple, fail, is_str, name_str, register
+from simtc.isa.base import Instr, as_int, as_str_tuple, fail, is_str, name_str, nonneg, register
 from simtc.isa.footprint import PROXIES, Footprint, SmemRange, TmemRect
 
 __all__ = ["CudaCoreBlock"]
@@ -34,6 +46,22 @@ def _counts(value) -> tuple[tuple[str, int], ...]:
             fail(f"counts entry {item!r}: a SASS class name and a count >= 0", rule="CudaCoreBlock counts")
         out.append((name, n))
     return tuple(out)
+
+
+def _gmem(inst, attribute, value) -> None:
+    if value not in ("coalesced", "scattered"):
+        fail(f"gmem must be 'coalesced' or 'scattered', got {value!r}", rule="CudaCoreBlock global access pattern")
+
+
+def _chain(inst, attribute, value) -> None:
+    counts = dict(inst.counts)
+    for cls, n in value:
+        if cls not in counts:
+            fail(f"chain class {cls!r} is not among the block's counts ({', '.join(counts) or 'none'})",
+                 rule="a block's dependent chain is made of its own instructions")
+        if n > counts[cls]:
+            fail(f"chain has {n} x {cls} but the block counts {counts[cls]}",
+                 rule="a block's dependent chain is made of its own instructions")
 
 
 def _ranges(value) -> tuple[SmemRange, ...]:
@@ -67,6 +95,10 @@ class CudaCoreBlock(Instr):
     regs_written: tuple[str, ...] = field(default=(), converter=as_str_tuple, metadata={"codec": "tuple"})
     barriers: tuple[str, ...] = field(default=(), converter=as_str_tuple, metadata={"codec": "tuple"})
     proxy: str = field(default="generic", validator=_proxy)
+    chain: tuple[tuple[str, int], ...] = field(default=(), converter=_counts, validator=_chain,
+                                               metadata={"codec": "pairs"})
+    wavefronts: int = field(default=0, converter=as_int, validator=nonneg)
+    gmem: str = field(default="coalesced", validator=_gmem)
 
     @property
     def instructions(self) -> int:

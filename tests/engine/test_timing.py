@@ -23,6 +23,7 @@ from pathlib import Path
 import pytest
 
 from simtc.engine import calibration
+from simtc.engine.parameters import USED_BY, Timing
 from simtc.engine.timing import (
     LABELS,
     PARAMETERS,
@@ -30,6 +31,7 @@ from simtc.engine.timing import (
     Parameter,
     a_fetch_cycles,
     compute_cycles,
+    drain_cycles,
     mma_completion_cycles,
     mma_ii_bounds,
     mma_latency_breakdown,
@@ -192,8 +194,13 @@ def test_components_compose():
 
 def test_fixed_ts_latency_split_sums_to_the_measured_104():
     p = PARAMETERS["sm100"]
-    total = sum(p[n].value for n in ("mma_issue", "tensor_pipe_drain", "commit_arrive", "mbarrier_try_wait"))
+    spec = mma_spec("sm100", 64, 64, operands="TS")
+    total = drain_cycles(spec) + sum(p[n].value for n in ("mma_issue", "commit_arrive", "mbarrier_try_wait"))
     assert total == p["mma_fixed_latency_ts"].value == 104
+    # the measured sum stays whatever the assumed split: more commit latency, less drain
+    t = Timing("sm100").scaled("commit_arrive", 2)
+    assert predict_mma("sm100", 64, 64, operands="TS", timing=t).latency_cycles == 136
+    assert drain_cycles(spec, timing=t) == 104 - 1 - 58 - 32
 
 
 def test_as_dict_for_json():
@@ -252,9 +259,10 @@ def test_every_parameter_labelled_with_a_source(arch):
         assert p.source.strip()
         assert p.unit.strip()
         assert isinstance(p.value, int | float)
+        assert p.used_by and all(u in USED_BY for u in p.used_by)
     for needed in ("smem_port_bytes_per_cycle", "tma_issue_gap", "mbarrier_arrive", "mbarrier_try_wait",
-                   "sub_partitions", "issue_per_sub_partition", "fma_latency", "fma_ii", "alu_ii", "mufu_latency",
-                   "mufu_ii"):
+                   "sub_partitions", "issue_per_sub_partition", "fp32_latency", "fp32_lanes", "alu_lanes",
+                   "mufu_latency", "mufu_lanes", "cvt_lanes", "cvt_latency", "dram_latency", "hbm_bytes_per_cycle"):
         assert needed in table
 
 
@@ -265,10 +273,12 @@ def test_unknown_figures_are_assumed():
 
 
 def test_parameter_rejects_bad_label_and_empty_source():
-    with pytest.raises(SimtcError, match="measured, derived or assumed"):
-        Parameter("x", 1, "cycles", "guessed", "somewhere")
+    with pytest.raises(SimtcError, match="measured, documented, derived or assumed"):
+        Parameter("x", 1, "cycles", "guessed", "somewhere", ("issue",))
     with pytest.raises(SimtcError, match="source"):
-        Parameter("x", 1, "cycles", "assumed", " ")
+        Parameter("x", 1, "cycles", "assumed", " ", ("issue",))
+    with pytest.raises(SimtcError, match="names the mechanisms"):
+        Parameter("x", 1, "cycles", "assumed", "somewhere", ())
     with pytest.raises(SimtcError, match="timing parameters by name"):
         parameter("sm100", "no_such_thing")
 

@@ -11,7 +11,7 @@ import hashlib
 import pytest
 
 from simtc.engine.core import Engine
-from simtc.engine.microbench import qk_loop
+from simtc.kernels.flashmla.programs import qk_loop
 from simtc.kernels.hazards import EXPECTED, build
 from simtc.kernels.registry import build as build_registered
 

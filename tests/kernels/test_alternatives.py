@@ -54,4 +54,6 @@ def test_model1_duplicated_q_needs_544():
 
 def test_hbm_bound():
     hb = alt.hbm_bound("v32")
-    assert hb["bytes_per_block"] == 64 * (656 + 4) and 27 < hb["bytes_per_cycle_per_sm"] < 28
+    # the SM's share of the B200's measured 7.22 TB/s at 1.965 GHz over 148 SMs: 3,674 / 148 B/cycle
+    assert hb["bytes_per_block"] == 64 * (656 + 4) and hb["bytes_per_cycle_per_sm"] == round(3674 / 148, 2)
+    assert hb["min_cycles_per_block"] == round(64 * 660 / (3674 / 148), 1)

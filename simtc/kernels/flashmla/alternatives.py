@@ -49,6 +49,7 @@ from simtc.kernels.flashmla.constants import B_H, B_TOPK, O_COLUMN, P_COLUMN
 from simtc.kernels.flashmla.head64 import ring_state
 from simtc.kernels.flashmla.models import Head64Model, model
 from simtc.kernels.flashmla.plan import NOPE_TILE, ROPE_TILE
+from simtc.kernels.flashmla.replay import hbm_bound, make_inputs, reference_p, replay, rescale_blocks
 from simtc.smem.memory import SMEM_CAPACITY
 
 __all__ = ["VARIANTS", "Variant", "compare", "exchange_cost", "hbm_bound", "smem_bytes_per_mma"]
@@ -57,8 +58,6 @@ SMEM_LIMIT = SMEM_CAPACITY["sm100"]
 """227 KiB a block may use on sm_100 (flashmla_head64.md §4)."""
 QK64_IDESC = InstrDescriptor(kind="f16", m=B_H, n=B_TOPK, a_format="bf16", b_format="bf16")
 """A non-dual QK instruction: M=64, N=64, bf16 (one 64x64x16 product)."""
-HBM_TB_S = 8.0
-"""B200 HBM3e bandwidth, ~8 TB/s (NVIDIA B200 datasheet) [assumed for the bound]."""
 _L16 = 16 << 16  # TMEM address lane field 16 (Layout F's second slab, L0 = 16)
 
 
@@ -173,8 +172,9 @@ def _no_exchange_softmax(recs: list) -> list:
         if isinstance(r, BarSync) and "pair" in r.label:
             continue
         if _is_add(r):
-            counts = tuple((c, n - 16 if c == "FADD2" else n) for c, n in r.counts)
-            r = attrs.evolve(r, counts=tuple(x for x in counts if x[1]),
+            counts = tuple(x for x in ((c, n - 16 if c == "FADD2" else n) for c, n in r.counts) if x[1])
+            left = dict(counts)
+            r = attrs.evolve(r, counts=counts, chain=tuple(x for x in r.chain if x[0] in left),
                              regs_read=tuple(x for x in r.regs_read if not x.startswith("pin")))
         out.append(r)
     return out
@@ -291,7 +291,7 @@ def exchange_cost(engine) -> float:
     first, second = lds[0::2], lds[1::2]
     late = [b - a for w in range(4) for i, j in zip(first, second, strict=True)
             for a, b in zip(done.get((w, i), []), done.get((w, j), []), strict=False)]
-    fadd = 16 * engine.costs.p("fma2_ii")
+    fadd = 0
     return sum(spans) / max(len(spans), 1) + fadd + sum(late) / max(len(late), 1)
 
 
@@ -404,7 +404,6 @@ VARIANTS = ("dual-gemm", "duplicated-q", "ss-q-smem", "layout-f-one-slab", "layo
 def compare(model_name: str | Head64Model = "v32", blocks: int = 4, seed: int = 0) -> list[Variant]:
     """Every variant of :data:`VARIANTS` on the same inputs (seed), engine and checker."""
     from simtc.kernels.flashmla.head64 import head64_program
-    from simtc.kernels.flashmla.replay import make_inputs, reference_p, replay, rescale_blocks
 
     m = model(model_name)
     inp = make_inputs(m, blocks, seed)
@@ -457,15 +456,3 @@ def compare(model_name: str | Head64Model = "v32", blocks: int = 4, seed: int = 
     rows.append(_row("b0-b1-collectors", "consecutive .ws MMAs alternate collector::b0/b1::discard", c, r, True,
                      "same TMEM and SMEM; only the B-collector usage changes", "semantics: P, O, LSE, counts, hazards"))
     return rows
-
-
-def hbm_bound(model_name: str | Head64Model = "v32") -> dict:
-    """A lower bound on cycles per block from the SM's share of HBM bandwidth (KV bytes of one block)."""
-    from simtc.kernels.flashmla.replay import B200_CLOCK_GHZ, B200_SMS
-
-    m = model(model_name)
-    per_token = m.tma_k_stride if m.v32 else m.tma_k_stride + 8  # V32 656 B record; MODEL1 576 + 8 B of scales
-    nbytes = B_TOPK * (per_token + 4)  # + the int32 index
-    share = HBM_TB_S * 1e12 / B200_SMS / (B200_CLOCK_GHZ * 1e9)
-    return {"bytes_per_block": nbytes, "bytes_per_cycle_per_sm": round(share, 2),
-            "min_cycles_per_block": round(nbytes / share, 1)}

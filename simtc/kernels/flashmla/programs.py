@@ -44,8 +44,8 @@ from simtc.semantics import Cta, execute, run_program
 from simtc.smem.memory import SharedMemory
 from simtc.tmem.memory import TensorMemory
 
-__all__ = ["MMA_WARP", "SOFTMAX_WARPS", "load_qk", "q_copies", "qk_mmas", "qk_program", "read_p", "replay_qk",
-           "tmem_setup"]
+__all__ = ["MMA_WARP", "SOFTMAX_WARPS", "load_qk", "q_copies", "qk_loop", "qk_mmas", "qk_program", "read_p",
+           "replay_qk", "tmem_setup"]
 
 MMA_WARP = 4
 """The MMA issuer: warp 4, one elected lane (flashmla_head64.md §2) [kernel]."""
@@ -147,3 +147,25 @@ def read_p(tm: TensorMemory) -> tuple[np.ndarray, np.ndarray]:
     regs = [tm.ld((32 * w) << 16 | P_COLUMN, "32x32b", B_TOPK, warp=w) for w in SOFTMAX_WARPS]
     p = np.concatenate(regs).view(np.float32)  # (128 lanes, 64 tokens)
     return p[:B_H].copy(), p[B_H:].copy()
+
+
+def qk_loop(blocks: int):
+    """A long loop of the FlashMLA QK pattern (the engine's speed workload, ``benchmarks/bench_engine.py``).
+
+    Per block the MMA thread waits for the softmax warps to free P, issues the 18 QK
+    ``tcgen05.mma.ws`` of ``flashmla-qk`` and commits; the four softmax warps wait for the commit,
+    load P, wait, compute and arrive.
+    """
+    from simtc.isa import CudaCoreBlock, FenceBeforeThreadSync, MbarrierArrive
+
+    mmas = qk_mmas(1)
+    mma, sm = [], []
+    for i in range(blocks):
+        ph = i & 1
+        mma += [MbarrierTryWait("p_free", ph ^ 1), FenceAfterThreadSync(), *mmas, Commit("qk_done")]
+        sm += [MbarrierTryWait("qk_done", ph), FenceAfterThreadSync(), Ld(400, "32x32b", 64, "p"), WaitLd(),
+               CudaCoreBlock("softmax", (("FMNMX", 32), ("FFMA2", 16), ("MUFU.EX2", 32)), regs_read=("p",)),
+               FenceBeforeThreadSync(), MbarrierArrive("p_free")]
+    return Program(f"bench/qk-loop-{blocks}", (Role("mma", (4,), tuple(mma), threads=1),
+                                               Role("softmax", (0, 1, 2, 3), tuple(sm))),
+                   barriers=(Barrier("qk_done", "mbarrier", 1), Barrier("p_free", "mbarrier", 128)))

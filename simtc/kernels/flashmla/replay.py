@@ -14,11 +14,18 @@ middle block get 2^3 larger scales so that the lazy O rescale (threshold 6.0) ac
   lane half's 18 (16) K=16 steps in the kernel's order (RoPE first);
 * counts per block and role against §10; TMEM columns touched; hazards and deadlock.
 
-Throughput: FLOPs per block (§10) / simulated cycles per block, scaled to a 148-SM B200 at 1.965 GHz.
-The engine has no HBM or L2 model (TMA latency and bandwidth are fixed table values), so this is an
-upper bound for a request whose KV blocks come from HBM: decode attention at this size moves ~41 KiB of
-KV per 8.9 MFLOP block (~217 FLOP/B), about at the B200's compute/HBM balance (~2.2 PFLOP/s dense bf16
-over 8 TB/s = 280 FLOP/B) [inferred], so HBM can bind; FlashMLA publishes "up to 350 TFlops on B200".
+Throughput, as FlashMLA counts it (2 x 64 heads x 64 tokens x (D_QK + D_V) FLOPs per block, §10), for a
+B200 whose every SM runs a request like this one (``sm_count`` SMs, each with its share of HBM; the clock
+``B200_CLOCK_GHZ``):
+
+* ``tflops_whole`` -- the whole kernel: the request's FLOPs over its simulated cycles, Q load, first block
+  and epilogue included (``cycles_whole``);
+* ``tflops_steady`` -- one block of the steady state: FLOPs per block over the cycles between consecutive
+  completions of the PV MMAs (``cycles_per_block_steady``: ``sv_done`` phase to phase, averaged).
+
+Neither is a bound: both are the engine's prediction from its labelled parameters (``simtc timing
+sensitivity flashmla-head64`` shows which ones they rest on). FlashMLA publishes "up to 350 TFlops on B200"
+for its own benchmark shapes, which also run the scheduler and combine kernels.
 """
 
 from __future__ import annotations
@@ -40,12 +47,15 @@ from simtc.numerics.fdpa import tensor_core_mma
 from simtc.numerics.formats import decode_bits, encode_bits
 from simtc.smem.memory import SharedMemory
 
-__all__ = ["B200_CLOCK_GHZ", "B200_SMS", "PUBLISHED_TFLOPS", "Head64Inputs", "Head64Replay", "clear_caches",
-           "make_inputs", "reference_p", "replay", "rescale_blocks", "split_dims"]
+__all__ = ["B200_CLOCK_GHZ", "B200_SMS", "PUBLISHED_TFLOPS", "Head64Inputs", "Head64Replay", "block_flops",
+           "clear_caches", "hbm_bound", "make_inputs", "reference_p", "replay", "rescale_blocks", "split_dims",
+           "steady_cycles_per_block", "tflops"]
 
 B200_SMS = 148
+"""SMs of a B200 (the engine's ``sm_count`` parameter, with its source)."""
 B200_CLOCK_GHZ = 1.965
-"""The B200 the prediction is scaled to: 148 SMs at 1.965 GHz (boost) [assumed, issue 11]."""
+"""The SM clock the cycles are converted at: 1.965 GHz, the B200 clock SemiAnalysis converts its cycle
+measurements with (timing.md §1.1) [assumed: the clock under this load is not measured]."""
 PUBLISHED_TFLOPS = 350
 """FlashMLA README: sparse decode "up to 350 TFlops on B200" (flashmla_head64.md §15)."""
 PAGE_BLOCK_SIZE = 64
@@ -246,6 +256,7 @@ class Head64Replay:
     critical_path: dict
     wall_seconds: float
     tflops_b200: float
+    """= ``tflops_steady`` (the name older output used)."""
     rescale_source: str = "data"
     """Where :attr:`rescale_blocks` comes from: "data" (the reference P), "given" (the caller's list, checked by
     the softmax effect at run time) or "assumed" (timing only: no data to decide it)."""
@@ -253,8 +264,28 @@ class Head64Replay:
     """Seconds making the inputs (0 for timing only); :attr:`wall_seconds` excludes them."""
     check_seconds: float = 0.0
     """Seconds of the float64 reference, the reference P and the comparisons; :attr:`wall_seconds` excludes them."""
+    tflops_whole: float = 0.0
+    """The whole kernel's FLOPs / its cycles, on ``sm_count`` SMs at ``B200_CLOCK_GHZ``."""
+    units_per_block: dict = field(factory=dict)
+    """Busy cycles per block of each unit (tensor pipe, TMA, TMEM path, shared-memory port, memory link,
+    issue slots of all sub-partitions)."""
+    sm_count: int = B200_SMS
     engine: object = field(default=None, eq=False, repr=False)
     """The finished :class:`simtc.engine.Engine` (``replay(..., keep_engine=True)``; else None)."""
+
+    @property
+    def cycles_whole(self) -> int:
+        """Cycles of the whole request (= ``cycles``)."""
+        return self.cycles
+
+    @property
+    def cycles_per_block_steady(self) -> float:
+        """Steady-state cycles per block (= ``cycles_per_block``)."""
+        return self.cycles_per_block
+
+    @property
+    def tflops_steady(self) -> float:
+        return self.tflops_b200
 
     @property
     def ok(self) -> bool:
@@ -270,7 +301,10 @@ class Head64Replay:
                 "rescale_blocks": self.rescale_blocks, "rescale_source": self.rescale_source, "hazards": self.hazards,
                 "deadlock": self.deadlock,
                 "semantics_errors": self.semantics_errors, "events": self.events, "per_role": self.per_role,
-                "critical_path": self.critical_path, "tflops_b200": self.tflops_b200,
+                "critical_path": self.critical_path, "cycles_whole": self.cycles_whole,
+                "cycles_per_block_steady": self.cycles_per_block_steady, "tflops_whole": self.tflops_whole,
+                "tflops_steady": self.tflops_steady, "tflops_b200": self.tflops_b200,
+                "b200": {"sms": self.sm_count, "clock_ghz": B200_CLOCK_GHZ}, "units_per_block": self.units_per_block,
                 "published_tflops_b200": PUBLISHED_TFLOPS, "wall_seconds": self.wall_seconds,
                 "inputs_seconds": self.inputs_seconds, "check_seconds": self.check_seconds, "ok": self.ok}
 
@@ -289,15 +323,16 @@ class Head64Replay:
         else:
             lines.append(f"  timing only (no data): O rescale {self.rescale_source} in blocks "
                          f"{self.rescale_blocks or 'none'}")
-        from simtc.kernels.flashmla.alternatives import hbm_bound
-
-        hb = hbm_bound(self.model)
-        lines.append(f"  {self.cycles} cycles, {self.cycles_per_block:.0f} per block -> {self.tflops_b200:.0f} "
-                     f"TFLOP/s on a 148-SM B200 at 1.965 GHz; the SM's HBM share (8 TB/s / 148 SMs = "
-                     f"{hb['bytes_per_cycle_per_sm']} B/cycle) x {hb['bytes_per_block']:,} B per block needs >= "
-                     f"{hb['min_cycles_per_block']:.0f} cycles per block; FlashMLA publishes up to {PUBLISHED_TFLOPS}. "
-                     "An upper bound: the model leaves out HBM/L2 latency and bandwidth, TMA gather4 throughput "
-                     "(unknown, timing.md §6), the scheduler and the combine kernel")
+        b200 = f"{self.sm_count}-SM B200 at {B200_CLOCK_GHZ} GHz"
+        lines.append(f"  whole kernel: {self.cycles:,} cycles for {self.blocks} block(s) -> {self.tflops_whole:.0f} "
+                     f"TFLOP/s on a {b200} (every SM running such a request; FlashMLA publishes up to "
+                     f"{PUBLISHED_TFLOPS} for its own benchmark shapes)")
+        lines.append(f"  steady state: {self.cycles_per_block:,.0f} cycles per block -> {self.tflops_b200:.0f} TFLOP/s")
+        if self.units_per_block:
+            names = {"smem_port": "shared-memory port", "memory": "memory link", "tma": "TMA",
+                     "tensor_pipe": "tensor pipe", "tmem_path": "TMEM path", "issue": "issue slots (4 partitions)"}
+            busy = sorted(self.units_per_block.items(), key=lambda kv: -kv[1])
+            lines.append("  busy cycles per block: " + ", ".join(f"{names.get(u, u)} {v:,.0f}" for u, v in busy))
         lines.append("  per role busy/waiting cycles: " + ", ".join(
             f"{r} {v['busy_cycles']}/{v['waiting_cycles']}" for r, v in self.per_role.items()))
         lines.append(f"  critical path ({sum(self.critical_path.values())} events): " + ", ".join(
@@ -349,9 +384,10 @@ def _rescale_flags(blocks: int, rescale) -> list[bool]:
 
 def replay(model_name: str | Head64Model = "v32", blocks: int = 4, seed: int = 0, *, timing_only: bool = False,
            check: bool = True, transform=None, keep_engine: bool = False,
-           inputs: Head64Inputs | None = None, rescale=None) -> Head64Replay:
+           inputs: Head64Inputs | None = None, rescale=None, timing=None) -> Head64Replay:
     """Replay one request on the engine and check it (numerics skipped with ``timing_only``).
 
+    ``timing``: the engine's :class:`~simtc.engine.parameters.Timing` (default: the sm100 table).
     ``transform``: a function Program -> Program applied to the kernel before the run (a seeded bug of
     :mod:`simtc.kernels.flashmla.mutations`, a variant of :mod:`simtc.kernels.flashmla.alternatives`);
     ``keep_engine``: keep the finished engine in :attr:`Head64Replay.engine` (trace, timeline, units).
@@ -396,14 +432,14 @@ def replay(model_name: str | Head64Model = "v32", blocks: int = 4, seed: int = 0
     if transform is not None:
         program = transform(program)
     if timing_only:
-        eng = Engine(program, mode="timing", check=check).run()
+        eng = Engine(program, mode="timing", check=check, timing=timing).run()
     else:
         cta = Cta()
         cta.init_barriers(program)
         load_inputs(cta, inp)
         for r in setup_records(m):
             execute(r, cta, warp=0)
-        eng = Engine(program, mode="semantics", check=check, cta=cta).run()
+        eng = Engine(program, mode="semantics", check=check, cta=cta, timing=timing).run()
         o, lse = read_o(cta.gmem["o"]), cta.gmem["lse"]
     o_err = lse_err = p_exact = None
     if not timing_only:
@@ -423,7 +459,8 @@ def replay(model_name: str | Head64Model = "v32", blocks: int = 4, seed: int = 0
         t0 += dt
     phases = [e[0] for e in eng.trace if e[4] == "phase" and e[5].startswith("sv_done")]  # (cycle, kind, detail)
     cpb = (phases[-1] - phases[0]) / (len(phases) - 1) if len(phases) >= 2 else float(eng.cycles)
-    flops = 2 * B_H * B_TOPK * (m.d_q + m.d_v)
+    flops = block_flops(m)
+    sms = int(eng.timing["sm_count"]) if eng.arch == "sm100" else B200_SMS
     crit: dict[str, int] = {}
     for i in eng.critical_path():
         role = eng.trace[i].role or "(barrier)"
@@ -434,7 +471,52 @@ def replay(model_name: str | Head64Model = "v32", blocks: int = 4, seed: int = 0
         float(cpb),
         _tmem_columns(eng), m.smem.total, o_err, lse_err, p_exact, [i for i, r in enumerate(resc) if r],
         [h.to_json() for h in eng.hazards], eng.deadlock, list(eng.semantics_errors), len(eng.trace),
-        eng.per_role(), crit, round(time.perf_counter() - t0, 4),
-        flops / (cpb / (B200_CLOCK_GHZ * 1e9)) * B200_SMS / 1e12 if cpb else 0.0,
+        eng.per_role(), crit, round(time.perf_counter() - t0, 4), tflops(flops, cpb, sms),
         rescale_source=source, inputs_seconds=round(inputs_s, 4), check_seconds=round(check_s, 4),
+        tflops_whole=tflops(flops * blocks, eng.cycles, sms),
+        units_per_block={u: round(v / blocks, 1) for u, v in eng.unit_busy.items()}, sm_count=sms,
         engine=eng if keep_engine else None)
+
+
+def steady_cycles_per_block(model_name: str | Head64Model = "v32", blocks: int = 12, timing=None,
+                            rescale=None) -> float:
+    """Steady-state cycles per block of a timing-only replay (the answer ``simtc timing sensitivity`` perturbs):
+    the mean time between consecutive ``sv_done`` phases. ``rescale``: the blocks that rescale O (default none)."""
+    from simtc.engine import Engine
+
+    program = head64_program(model_name, blocks, None if rescale is None else _rescale_flags(blocks, rescale))
+    eng = Engine(program, mode="timing", check=False, timing=timing).run()
+    phases = [e[0] for e in eng.trace if e[4] == "phase" and e[5].startswith("sv_done")]
+    return (phases[-1] - phases[0]) / (len(phases) - 1) if len(phases) >= 2 else float(eng.cycles)
+
+
+def block_flops(m: Head64Model) -> int:
+    """FLOPs of one block as FlashMLA counts them: 2 x 64 heads x 64 tokens x (D_QK + D_V) (flashmla_head64.md §10).
+
+    >>> block_flops(model("v32")), block_flops(model("model1"))
+    (8912896, 8388608)
+    """
+    return 2 * B_H * B_TOPK * (m.d_q + m.d_v)
+
+
+def tflops(flops: float, cycles: float, sms: int = B200_SMS, clock_ghz: float = B200_CLOCK_GHZ) -> float:
+    """TFLOP/s of ``sms`` SMs each doing ``flops`` in ``cycles`` at ``clock_ghz``.
+
+    >>> round(tflops(8912896, 4096), 1)      # one V32 block per 4,096 cycles on 148 SMs at 1.965 GHz
+    632.8
+    """
+    return flops / (cycles / (clock_ghz * 1e9)) * sms / 1e12 if cycles else 0.0
+
+
+def hbm_bound(model_name: str | Head64Model = "v32", timing=None) -> dict:
+    """The HBM floor on cycles per block: the bytes one block moves from HBM (its KV rows and indices) over the
+    SM's share of the chip's bandwidth (``hbm_bytes_per_cycle / sm_count``) when every SM runs."""
+    from simtc.engine.parameters import Timing
+
+    t = timing or Timing("sm100")
+    m = model(model_name)
+    per_token = m.tma_k_stride if m.v32 else m.tma_k_stride + 8  # V32 656 B record; MODEL1 576 + 8 B of scales
+    nbytes = B_TOPK * (per_token + 4)  # + the int32 index
+    share = t["hbm_bytes_per_cycle"] / t["sm_count"]
+    return {"bytes_per_block": nbytes, "bytes_per_cycle_per_sm": round(share, 2),
+            "min_cycles_per_block": round(nbytes / share, 1)}

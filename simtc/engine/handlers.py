@@ -1,0 +1,312 @@
+"""What each kind of record costs and when it completes: one short handler per kind.
+
+A handler is called when a warp issues the record (cycle ``now``; ``ev`` is the trace index of the issue
+event). It books the units the record uses and returns how many cycles the warp is held before its next
+record (an ``int``: one for most records), or a generator the warp runs to the end when the record blocks
+(a wait, a barrier, a CUDA-core block that issues in slices). Asynchronous work completes through the
+engine's callbacks (:meth:`~simtc.engine.core.Engine.complete_at`, :meth:`~simtc.engine.core.Engine.arrive_at`).
+
+=======================================  =====================================================================
+record                                   handler
+=======================================  =====================================================================
+``ld.shared`` / ``st.shared``            :func:`ld_shared` / :func:`st_shared`: wavefronts on the port
+``cuda_core`` block                      :func:`cuda_core`: slices on the sub-partition, LDS/STS, LDG/STG
+``cp.async.bulk.tensor`` (load)          :func:`tma_load`: copy engine -> memory -> port -> ``complete_tx``
+TMA store / bulk copy                    :func:`tma_store`: copy engine, port read, memory write
+``tcgen05.mma`` / ``wgmma``              :func:`mma`: the tensor pipe (operands on the port)
+``tcgen05.cp``                           :func:`cp`: the tensor pipe, source bytes on the port
+``tcgen05.commit``                       :func:`commit`: arrives once the thread's earlier ops completed
+``tcgen05.ld`` / ``tcgen05.st``          :func:`tmem_access`: the TMEM path
+``tcgen05.wait::ld`` / ``::st``          :func:`wait_tmem`: until the warp's loads / stores completed
+``mbarrier.arrive[.expect_tx]``          :func:`arrive`: lands ``mbarrier_arrive`` later, after the stores
+``mbarrier.try_wait.parity``             :func:`try_wait`: until the phase of that parity completed
+``bar.sync`` / ``bar.arrive``            :func:`named_barrier`: released ``named_barrier_release`` after the last
+``mbarrier.init``, allocs, fences ...    one issue cycle (:func:`init`, :func:`alloc`, :func:`one_cycle`)
+=======================================  =====================================================================
+"""
+
+from __future__ import annotations
+
+from simtc.engine import ops as k
+
+__all__ = ["HANDLERS"]
+
+
+def one_cycle(eng, w, op, i, now, ev) -> int:
+    """Fences and other records that only take their issue cycle."""
+    return 1
+
+
+# ---- shared memory ----------------------------------------------------------------------------------
+def ld_shared(eng, w, op, i, now, ev) -> int:
+    """Wavefronts on the port; the loaded registers are ready ``smem_ld_latency`` after the data left it."""
+    end = eng.port.transfer(now, op.wavefronts, "ldst", w.idx)
+    ready = end + eng.c["smem_ld_latency"]
+    for r in op.regs_w:
+        w.ready[r] = ready
+    return 1
+
+
+def st_shared(eng, w, op, i, now, ev) -> int:
+    """Wavefronts on the port; the store is visible to a barrier ``smem_st_visibility`` after it left it."""
+    end = eng.port.transfer(now, op.wavefronts, "ldst", w.idx) + eng.c["smem_st_visibility"]
+    if end > w.store_visible:
+        w.store_visible = end
+    return 1
+
+
+def cuda_core(eng, w, op, i, now):
+    """A block of CUDA-core work: its slices on the sub-partition (issue slot and pipes), its LDS/STS on the
+    port, its LDG/STG in the memory system; the warp goes on when the slices are done and its dependent chain
+    has run; the registers it writes are ready then (or when its loads are back, if they are not on the chain)."""
+    cost = op.cost
+    env = eng.sched.env
+    sp, port, n = w.sp, eng.port, cost.slices
+    start = mem_done = 0
+    for s in range(n):
+        t0, end = sp.slice(env.now, cost, s)
+        if s == 0:
+            if t0 > env.now:
+                yield env.timeout(t0 - env.now)
+            start = t0
+            eng.issued(w, i, op, t0)
+            if eng.mode == "semantics":
+                eng.execute(op.rec, w)
+            for nbytes, rows in cost.loads:
+                done = eng.memory.request(t0, nbytes, rows)
+                if done > mem_done:
+                    mem_done = done
+            for nbytes, rows in cost.stores:
+                eng.memory.request(t0, nbytes, rows, write=True)
+        wf = cost.wavefronts * (s + 1) // n - cost.wavefronts * s // n
+        if wf:
+            e = port.transfer(t0, wf, "ldst", w.idx)
+            if e > end:
+                end = e
+            if op.smem_w:
+                vis = e + eng.c["smem_st_visibility"]
+                if vis > w.store_visible:
+                    w.store_visible = vis
+        if end > env.now:
+            w.busy += end - env.now
+            yield env.timeout(end - env.now)
+    chain_end = (mem_done if cost.chain_loads else start) + cost.chain
+    if chain_end > env.now:
+        w.busy += chain_end - env.now
+        yield env.timeout(chain_end - env.now)
+    ready = max(env.now, mem_done)
+    for r in op.regs_w:
+        w.ready[r] = ready
+
+
+# ---- the copy engine ----------------------------------------------------------------------------------
+def tma_load(eng, w, op, i, now, ev) -> int:
+    """The thread is held ``tma_issue_gap``; copy engine -> memory -> port; ``complete_tx`` on the mbarrier when
+    the last byte is written."""
+    done = eng.copy.load(now, op.rec, w.idx)
+    eng.tma_complete_at(done, w, op, i, ev, eng.token)
+    return max(1, eng.copy.gap)
+
+
+def tma_store(eng, w, op, i, now, ev) -> int:
+    """The thread is held ``tma_issue_gap``; the source is read through the port (what ``wait_group.read``
+    waits for), then written to memory."""
+    read, written = eng.copy.store(now, op.rec.nbytes, getattr(op.rec, "tensor", ""), w.idx)
+    w.bulk_open = max(w.bulk_open, read)
+    eng.complete_at(written, w, op, i, ev)
+    return max(1, eng.copy.gap)
+
+
+def bulk_commit(eng, w, op, i, now, ev) -> int:
+    w.bulk_groups.append(w.bulk_open)
+    w.bulk_open = 0
+    return 1
+
+
+def bulk_wait(eng, w, op, i, now, ev):
+    """``cp.async.bulk.wait_group.read n``: until all but the last ``n`` committed groups have read their source."""
+    n = op.arg
+    groups = w.bulk_groups[:-n] if n else w.bulk_groups
+    if not groups:
+        return 1
+    t = max(groups)
+    w.bulk_groups = w.bulk_groups[len(groups):]
+    if t > now + 1:
+        return w.wait_until(eng, i, t, "wait_group.read")
+    return 1
+
+
+# ---- the tensor pipe ------------------------------------------------------------------------------------
+def mma(eng, w, op, i, now, ev) -> int:
+    """The tensor pipe: enter in order, operands through the port, complete after the latency."""
+    start, done = eng.pipe.mma(now, op.rec, w.idx)
+    eng.tensor_issued(w, op, i, ev, start, done)
+    return 1
+
+
+def cp(eng, w, op, i, now, ev) -> int:
+    """``tcgen05.cp``: the tensor pipe, the source bytes through the port."""
+    start, done = eng.pipe.cp(now, op.rec.nbytes, w.idx)
+    eng.tensor_issued(w, op, i, ev, start, done)
+    return 1
+
+
+def wgmma(eng, w, op, i, now, ev):
+    """``wgmma.mma_async``: the first warp of the warpgroup to issue it enqueues it; the others share it. A warp
+    with ``wgmma_max_outstanding`` in flight stalls until the oldest completes."""
+    inflight = [t for t in w.wg_inflight if t > now]
+    w.wg_inflight = inflight
+    limit = eng.c["wgmma_max_outstanding"]
+    w.wg_count += 1
+    gkey = (w.warp // 4, w.wg_count)
+    entry = eng.wg_ops.get(gkey)
+    if entry is not None:
+        done = entry[0]
+        entry[1] -= 1
+        if entry[1] <= 0:
+            del eng.wg_ops[gkey]
+    else:
+        start, done = eng.pipe.mma(now, op.rec, w.idx)
+        members = sum(1 for b in eng.warps if b.warp // 4 == w.warp // 4 and b.role == w.role)
+        if members > 1:
+            eng.wg_ops[gkey] = [done, members - 1]
+        eng.complete_at(done, w, op, i, ev if start <= now + eng.c["wgmma_issue"] else eng.pipe_last_ev,
+                        "tensor_pipe")
+    w.wg_open = max(w.wg_open, done)
+    if done > w.tc_last:
+        w.tc_last = done
+    inflight.append(done)
+    if len(inflight) > limit:
+        oldest = min(inflight)
+        return w.wait_until(eng, i, oldest, "wgmma in flight")
+    return 1
+
+
+def wgmma_commit(eng, w, op, i, now, ev) -> int:
+    w.wg_groups.append(w.wg_open)
+    w.wg_open = 0
+    return 1
+
+
+def wgmma_wait(eng, w, op, i, now, ev):
+    n = op.arg
+    groups = w.wg_groups[:-n] if n else w.wg_groups
+    if not groups:
+        return 1
+    t = max(groups)
+    w.wg_groups = w.wg_groups[len(groups):]
+    if t > now + 1:
+        return w.wait_until(eng, i, t, "wgmma.wait_group")
+    return 1
+
+
+def commit(eng, w, op, i, now, ev) -> int:
+    """``tcgen05.commit``: arrives on its mbarrier ``commit_arrive`` after every earlier asynchronous tcgen05
+    operation of the thread completed (PTX ISA 9.0 §9.7.16.12.1)."""
+    t = max(now, w.tc_last) + eng.c["commit_arrive"]
+    dep = w.tc_last_ev if w.tc_last > now else ev
+    eng.arrive_at(t, op, w, i, dep, eng.token, 1, "commit")
+    return 1
+
+
+# ---- the TMEM path ------------------------------------------------------------------------------------
+def tmem_access(eng, w, op, i, now, ev) -> int:
+    """``tcgen05.ld`` / ``tcgen05.st`` on the TMEM path; a load's registers are ready when it completes."""
+    load = op.kind == k.K_LD
+    done = eng.tmem.access(now, op.cells, load, w.idx)
+    if load:
+        if done > w.ld_last:
+            w.ld_last = done
+        for r in op.regs_w:
+            w.ready[r] = done
+    elif done > w.st_last:
+        w.st_last = done
+    eng.complete_at(done, w, op, i, ev, "tmem_path")
+    return 1
+
+
+def wait_tmem(eng, w, op, i, now, ev):
+    """``tcgen05.wait::ld`` / ``::st``: until the warp's earlier loads / stores completed."""
+    load = op.kind == k.K_WAIT_LD
+    last = w.ld_last if load else w.st_last
+    if last > now + 1:
+        return w.wait_until(eng, i, last, "wait::ld" if load else "wait::st", eng.last_complete_ev(w))
+    return 1
+
+
+# ---- barriers -------------------------------------------------------------------------------------------
+def arrive(eng, w, op, i, now, ev) -> int:
+    """``mbarrier.arrive`` (``.expect_tx``): lands ``mbarrier_arrive`` after issue, and not before this warp's
+    shared-memory stores are visible (the arrive releases them)."""
+    t = max(now, w.store_visible) + eng.c["mbarrier_arrive"]
+    if op.kind == k.K_ARRIVE:
+        eng.arrive_at(t, op, w, i, ev, eng.token, op.rec.count * (1 if op.rec.elected else w.threads), "arrive")
+    else:
+        eng.arrive_at(t, op, w, i, ev, eng.token, 1, f"arrive.expect_tx {op.rec.tx_bytes} B", tx=op.rec.tx_bytes)
+    return 1
+
+
+def try_wait(eng, w, op, i, now, ev):
+    """``mbarrier.try_wait.parity``: until the phase of that parity has completed; the warp sees it
+    ``mbarrier_try_wait`` later."""
+    mb = eng.mbars[op.bar]
+    st = mb.st
+    if not st.initialized:
+        eng.violation("mbarrier-uninitialized", None, (w.role, w.warp, i),
+                      f"try_wait on {st.name} before mbarrier.init")
+    parity = op.rec.parity
+    if not st.passes(parity):
+        w.block(eng, i, f"{st.name} parity {parity} (phase {st.phase})")
+        evt = eng.sched.event()
+        mb.waiters.append((parity, evt, w))
+        dep = yield evt
+        w.unblock(eng, i, dep)
+    eng.observed(w, i, op.bar, st.phase - 1)  # the last completed phase (-1: the fresh barrier's phantom phase)
+    d = eng.c["mbarrier_try_wait"]
+    w.busy += d
+    yield eng.sched.sleep(d)
+
+
+def named_barrier(eng, w, op, i, now, ev):
+    """``bar.sync`` / ``bar.arrive``: the arrival counts once the warp's stores are visible; the barrier releases
+    its waiters ``named_barrier_release`` after its last arrival; ``bar.arrive`` holds the warp
+    ``named_barrier_arrive``."""
+    sync = op.kind == k.K_BAR_SYNC
+    released = eng.named_arrive(w, op, i, ev, sync)
+    if not sync:
+        d = eng.c["named_barrier_arrive"]
+        w.busy += d
+        yield eng.sched.sleep(d)
+        return
+    evt = released
+    if not evt.triggered:
+        w.block(eng, i, f"bar {op.arg[0]} ({op.arg[1]} threads)")
+        dep = yield evt
+        w.unblock(eng, i, dep)
+    else:
+        yield evt
+
+
+def init(eng, w, op, i, now, ev) -> int:
+    mb = eng.mbars[op.bar]
+    if mb.st.initialized and mb.st.phase == 0 and mb.st.pending != mb.st.expected:
+        eng.violation("mbarrier-over-arrival", None, (w.role, w.warp, i), f"{op.bar} re-initialized while in use")
+    mb.st.init(op.rec.count)
+    return 1
+
+
+def alloc(eng, w, op, i, now, ev) -> int:
+    eng.allocate(op, (w.role, w.warp, i))
+    return 1
+
+
+HANDLERS = {
+    k.K_LD_SHARED: ld_shared, k.K_ST_SHARED: st_shared, k.K_CUDA: cuda_core, k.K_TMA_LOAD: tma_load,
+    k.K_TMA_STORE: tma_store, k.K_BULK_COMMIT: bulk_commit, k.K_BULK_WAIT: bulk_wait, k.K_MMA: mma, k.K_CP: cp,
+    k.K_WGMMA: wgmma, k.K_WGMMA_COMMIT: wgmma_commit, k.K_WGMMA_WAIT: wgmma_wait, k.K_WGMMA_FENCE: one_cycle,
+    k.K_COMMIT: commit, k.K_LD: tmem_access, k.K_ST: tmem_access, k.K_WAIT_LD: wait_tmem, k.K_WAIT_ST: wait_tmem,
+    k.K_ARRIVE: arrive, k.K_ARRIVE_TX: arrive, k.K_TRY_WAIT: try_wait, k.K_BAR_SYNC: named_barrier,
+    k.K_BAR_ARRIVE: named_barrier, k.K_INIT: init, k.K_ALLOC: alloc, k.K_DEALLOC: alloc, k.K_RELINQUISH: alloc,
+    k.K_PROXY_FENCE: one_cycle, k.K_FENCE_AFTER: one_cycle, k.K_FENCE_BEFORE: one_cycle,
+}
+"""Record kind -> its handler."""

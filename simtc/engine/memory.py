@@ -1,0 +1,76 @@
+"""The memory system as one SM sees it: L2 and HBM, with a bandwidth share and latency that grows with load.
+
+A request (a TMA box, one row of a gather, a warp's global load or store) of ``nbytes`` in ``rows``
+scattered rows:
+
+* **sectors** -- memory moves whole 32-byte sectors (``sector_bytes``): each row costs
+  ``ceil(row bytes / 32)`` sectors, so a gather of scattered rows moves more than a tile of the same bytes;
+* **L2 hit** -- a tensor the Engine was told is resident in L2 (``l2_resident``) answers after
+  ``l2_hit_latency`` and takes no HBM bandwidth;
+* **HBM** -- otherwise the sectors cross the SM's share of the chip's HBM bandwidth
+  (``hbm_bytes_per_cycle / active SMs``; every SM of the chip by default, as when a kernel fills the GPU).
+  The share is a :class:`~simtc.engine.calendar.Calendar`: requests queue behind the bytes booked before
+  them, so latency grows with the bytes in flight (a deterministic queue). The last byte arrives
+  ``dram_latency`` after it crossed the link, and no sooner than the request streams alone at its own
+  rate (``request_bytes_per_cycle``): ``max(t + bytes / rate, link end) + dram_latency``.
+
+Unloaded, a request of ``b`` bytes takes ``dram_latency + b / request_bytes_per_cycle`` cycles: the line
+fitted through the B200's single cold TMA loads (timing.md §4). With the ``memory`` mechanism off every
+request takes that unloaded time and no bandwidth is shared.
+
+>>> from simtc.engine.parameters import Timing
+>>> m = MemorySystem(Timing("sm100"))
+>>> m.request(0, 2048)                       # 1802 + 2048 / 16.7
+1925
+>>> [m.request(0, 512) for _ in range(3)]     # three more queue behind it on the SM's 24.8 B/cycle share
+[1906, 1927, 1948]
+"""
+
+from __future__ import annotations
+
+import math
+
+from simtc.engine.calendar import Calendar
+
+__all__ = ["MemorySystem"]
+
+
+class MemorySystem:
+    """L2 + HBM for one SM (see the module text)."""
+
+    __slots__ = ("active_sms", "dram_latency", "enabled", "l2_latency", "l2_resident", "link", "rate", "sector",
+                 "share")
+
+    def __init__(self, timing, active_sms: int | None = None, l2_resident=()):
+        self.enabled = timing.enabled("memory")
+        self.active_sms = int(active_sms or timing["sm_count"])
+        self.share = timing["hbm_bytes_per_cycle"] / self.active_sms
+        self.rate = timing["request_bytes_per_cycle"]
+        self.dram_latency = timing["dram_latency"]
+        self.l2_latency = timing["l2_hit_latency"]
+        self.sector = timing["sector_bytes"]
+        self.l2_resident = frozenset(l2_resident)
+        self.link = Calendar("memory")
+
+    def sectors_bytes(self, nbytes: int, rows: int = 1) -> int:
+        """Bytes moved for ``nbytes`` in ``rows`` scattered rows: whole sectors per row."""
+        rows = max(1, rows)
+        per_row = math.ceil(nbytes / rows / self.sector)
+        return rows * per_row * self.sector
+
+    def request(self, t: int, nbytes: int, rows: int = 1, tensor: str = "", write: bool = False) -> int:
+        """Issue a request at cycle ``t``; returns the cycle its last byte arrives (a write: leaves the SM)."""
+        if tensor and tensor in self.l2_resident:
+            return t + math.ceil(self.l2_latency + nbytes / self.rate)
+        own = nbytes / self.rate
+        if not self.enabled:
+            return t + math.ceil(self.dram_latency + own)
+        moved = self.sectors_bytes(nbytes, rows)
+        link_cycles = max(1, math.ceil(moved / self.share))
+        end = self.link.book(t, link_cycles)
+        if write:
+            return end
+        return math.ceil(max(t + own, end) + self.dram_latency)
+
+    def forget(self, before: int) -> None:
+        self.link.forget(before)

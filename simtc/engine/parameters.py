@@ -1,0 +1,419 @@
+"""Every number the engine's time rests on: labelled parameter tables (sm100, sm90) and the set a run uses.
+
+A :class:`Parameter` carries its value, unit, **label** and **source**, and the mechanisms that read it
+(``used_by``):
+
+* ``measured`` -- read off real hardware, by the cited source (a third party's published data, or a
+  recording in this repository);
+* ``documented`` -- stated by a vendor document (NVIDIA's programming guide, architecture whitepapers,
+  datasheets);
+* ``derived`` -- arithmetic on measured or documented figures (the source says whose);
+* ``assumed`` -- no measurement and no document: a simulator's calibration (FlashGPU-Sim's
+  "approximated" values) or our own choice, with the rationale in ``source``.
+
+:class:`Timing` is what an :class:`~simtc.engine.core.Engine` runs with: an architecture's table, any
+overridden values (``Timing("sm100").scaled("cvt_lanes", 0.5)``: what :mod:`simtc.engine.sensitivity`
+does) and any mechanisms switched off (``Timing("sm100").without("pipe_rates")``: what the tests do to
+show that each mechanism moves the cycles by the amount it explains).
+
+>>> p = PARAMETERS["sm100"]["smem_port_bytes_per_cycle"]
+>>> p.value, p.unit, p.label
+(128, 'B/cycle', 'derived')
+>>> t = Timing("sm100").scaled("mufu_lanes", 2)
+>>> t["mufu_lanes"], Timing("sm100")["mufu_lanes"]
+(32, 16)
+>>> Timing("sm100").without("pipe_rates").enabled("pipe_rates")
+False
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from types import MappingProxyType
+
+from attrs import field, frozen
+
+from simtc.errors import SimtcError
+
+__all__ = ["ARCHS", "LABELS", "MECHANISMS", "PARAMETERS", "Parameter", "Timing", "parameter"]
+
+ARCHS = ("sm100", "sm90")
+LABELS = ("measured", "documented", "derived", "assumed")
+
+MECHANISMS = {
+    "tensor_pipe": "tcgen05.mma / tcgen05.cp / wgmma in issue order on the tensor pipe (simtc.engine.tensor_pipe)",
+    "tmem_path": "tcgen05.ld / tcgen05.st through the TMEM load/store path (simtc.engine.tmem_path)",
+    "shared_port": "one shared-memory bandwidth per SM that every reader and writer draws from "
+                   "(simtc.engine.smem_port); off: each kind of consumer has a port of its own",
+    "copy_engine": "TMA loads, stores and bulk copies through the SM's copy engine (simtc.engine.copy_engine)",
+    "memory": "L2 and HBM: per-SM share of the chip's bandwidth, latency that grows with the bytes queued "
+              "(simtc.engine.memory); off: every request takes the unloaded latency, no bandwidth limit",
+    "pipe_rates": "CUDA-core instruction classes at their own pipe rates per sub-partition "
+                  "(simtc.engine.issue); off: every class at one warp-instruction per cycle",
+    "latency": "dependent-instruction latency: a CUDA-core block's dependent chain, registers ready after "
+               "their producer's latency (the scoreboard, simtc.engine.issue); off: results ready at issue",
+    "issue_contention": "warps share their sub-partition's issue slot and pipes (simtc.engine.issue); off: "
+                        "every warp has a sub-partition of its own",
+    "barriers": "mbarrier arrive / try_wait and named-barrier latencies (simtc.engine.barriers); off: 0 cycles",
+}
+"""The mechanisms a :class:`Timing` can switch off (name -> what it models and where)."""
+
+
+def _check_label(_inst, _attr, value: str) -> None:
+    if value not in LABELS:
+        raise SimtcError(f"timing parameter label {value!r} is not one of {LABELS}",
+                         rule="every timing parameter is measured, documented, derived or assumed")
+
+
+def _check_source(_inst, _attr, value: str) -> None:
+    if not isinstance(value, str) or not value.strip():
+        raise SimtcError("a timing parameter needs a source", rule="every timing parameter carries its source")
+
+
+def _check_used_by(_inst, _attr, value: tuple) -> None:
+    if not value or any(v not in USED_BY for v in value):
+        raise SimtcError(f"used_by {value!r}: one or more of {sorted(USED_BY)}",
+                         rule="every timing parameter names the mechanisms that read it")
+
+
+USED_BY = {
+    "mma model": "the closed-form MMA latency / II model (simtc.engine.timing; also the tensor pipe's costs)",
+    "tensor pipe": "simtc.engine.tensor_pipe",
+    "tmem path": "simtc.engine.tmem_path",
+    "shared-memory port": "simtc.engine.smem_port",
+    "copy engine": "simtc.engine.copy_engine",
+    "memory system": "simtc.engine.memory",
+    "issue": "simtc.engine.issue (sub-partition issue slot, pipes, scoreboard)",
+    "mbarrier": "simtc.engine.barriers (mbarrier arrive, try_wait, tcgen05.commit)",
+    "named barrier": "simtc.engine.barriers (bar.sync / bar.arrive)",
+}
+
+
+@frozen
+class Parameter:
+    """One timing figure: value, unit, label, where it comes from and which mechanisms read it."""
+
+    name: str
+    value: int | float
+    unit: str
+    label: str = field(validator=_check_label)
+    source: str = field(validator=_check_source)
+    used_by: tuple[str, ...] = field(converter=tuple, validator=_check_used_by)
+
+    def as_dict(self, arch: str | None = None) -> dict:
+        """``{name, [arch], value, unit, label, source, used_by}`` (what ``simtc timing params --json`` prints)."""
+        d = {"name": self.name}
+        if arch is not None:
+            d["arch"] = arch
+        d.update(value=self.value, unit=self.unit, label=self.label, source=self.source, used_by=list(self.used_by))
+        return d
+
+
+# ---- sources ---------------------------------------------------------------------------------------
+_SA_FIT = "SemiAnalysisAI/microbench-blackwell umma_latency/fit_results.csv (B200, commit bd204d8)"
+_SA_LAT = "SemiAnalysisAI/microbench-blackwell umma_latency/results.csv (B200, cta_group::2 rows)"
+_SA_TMA = ("SemiAnalysisAI/microbench-blackwell tma2d_latency/tma2d_lat_results.csv (B200: one cold 2-D TMA load per "
+           "CTA, one CTA per SM, 1-128 KiB boxes)")
+_SA_TPUT = ("SemiAnalysisAI/microbench-blackwell tma2d_throughput/tma2d_tput_results.csv (B200 whole chip: 7.22 TB/s "
+            "with 64 KiB in flight per SM)")
+_KZ_WS = "KevinZeng08/microbench-blackwell umma_throughput/tcgen05_mma_ws.md (GB200)"
+_KZ_REUSE = "KevinZeng08/microbench-blackwell umma_throughput/ws_reuse.csv (GB200)"
+_FGS_B200 = "FlashGPU-Sim configs/SM100_B200/gpgpusim.config (values that project calls 'approximated')"
+_FGS_H100 = "FlashGPU-Sim configs/SM90_H100/gpgpusim.config (values that project calls 'approximated')"
+_HPMLL = "HPMLL/NVIDIA-Hopper-Benchmark RegularUnits/random_latency/h800_pcie.txt (H800 PCIe, 1,755 MHz)"
+_H200_WGMMA = "tests/data/h200_wgmma_timing.json (simtc's wgmma microbenchmark, NVIDIA H200, 2026-11-30)"
+_CUDA_TABLE = ("NVIDIA CUDA C++ Programming Guide, 'Arithmetic Instructions', table 'Throughput of Native Arithmetic "
+               "Instructions' (results per clock per SM), compute capability 9.0")
+_WHITEPAPER = ("NVIDIA H100 Tensor Core GPU Architecture whitepaper (2022), 'H100 SM Architecture': four processing "
+               "blocks (sub-partitions) per SM, each with one warp scheduler and a dispatch unit of 32 threads/clock; "
+               "the Blackwell SM keeps the four partitions (NVIDIA Blackwell architecture technical brief)")
+_SECTOR = ("NVIDIA CUDA C++ Best Practices Guide, 'Coalesced Access to Global Memory': global memory is accessed in "
+           "32-byte sectors")
+_NCU_PIPES = ("the class -> pipe map follows Nsight Compute's pipeline list (Kernel Profiling Guide, 'Pipelines': alu, "
+              "fma, fp16, xu, lsu)")
+_SM90_EQUAL = "no B200 figure: the sm90 (compute capability 9.0) value, assumed equal on sm100"
+
+_TP, _MM = ("tensor pipe", "mma model"), ("mma model",)
+
+
+def _table(*rows: tuple) -> Mapping[str, Parameter]:
+    params = [Parameter(*r) for r in rows]
+    return MappingProxyType({p.name: p for p in params})
+
+
+def _cuda_core_rows(arch: str) -> tuple[tuple, ...]:
+    """The CUDA-core rows (issue, pipes, latencies): the same mechanisms on both architectures."""
+    doc = "documented" if arch == "sm90" else "assumed"
+    ref = _CUDA_TABLE if arch == "sm90" else f"{_SM90_EQUAL} ({_CUDA_TABLE})"
+    fgs = _FGS_B200 if arch == "sm100" else _FGS_H100
+    return (
+        ("sub_partitions", 4, "per SM", "documented", _WHITEPAPER, ("issue",)),
+        ("issue_per_sub_partition", 1, "warp-instructions/cycle", "documented", _WHITEPAPER, ("issue",)),
+        ("warp_interleave", 32, "instructions", "assumed",
+         "a CUDA-core block issues in slices of this many warp-instructions, so that warps sharing a sub-partition "
+         "interleave (the scheduler picks a ready warp every cycle; simtc takes turns per slice: the error is at "
+         "most one slice's duration per switch)", ("issue",)),
+        ("fp32_lanes", 128, "lanes/SM", doc,
+         f"{ref}: 32-bit floating-point add, multiply, multiply-add 128 results per clock per SM (FFMA/FMUL/FADD: one "
+         f"warp-instruction per cycle per sub-partition; packed FFMA2/FMUL2/FADD2 do 2 per lane: 2 cycles); "
+         f"{_NCU_PIPES}", ("issue",)),
+        ("fp16_lanes", 128, "lanes/SM", doc,
+         f"{ref}: 16-bit floating-point add, multiply, multiply-add 256 results per clock per SM = 128 lanes of "
+         "packed x2 instructions (HADD2/HMUL2/HFMA2, also .F32 and .BF16_V2 forms); FlashMLA's Hopper deep dive "
+         "(docs/20250929-hopper-fp8-sparse-deep-dive.md) uses the same 1/256 per value", ("issue",)),
+        ("alu_lanes", 64, "lanes/SM", doc,
+         f"{ref}: 32-bit integer add / compare / min / max / bitwise 64 per clock per SM (ALU pipe: FMNMX, FSEL, "
+         "FSETP, IADD3, LOP3, SHF, ISETP, SEL, PRMT, MOV, VOTE and the unlisted remainder 'other'); IMAD and IMUL "
+         "(32-bit integer multiply-add, 64 per clock) issue to the FMA pipe at half rate", ("issue",)),
+        ("mufu_lanes", 16, "lanes/SM", doc,
+         f"{ref}: 32-bit floating-point reciprocal, reciprocal square root, log2, exp2, sine, cosine 16 per clock "
+         "per SM (MUFU.*)", ("issue",)),
+        ("cvt_lanes", 16, "lanes/SM", doc,
+         f"{ref}: 'all other type conversions' 16 per clock per SM (F2F, F2FP, I2F, F2I; FlashMLA's fp8 -> bf16 "
+         "dequant is F2FP); which rate F2FP.*.UNPACK_B / PACK_AB really run at is a question for a measurement",
+         ("issue",)),
+        ("shfl_lanes", 32, "lanes/SM", doc, f"{ref}: warp shuffle 32 per clock per SM (SHFL.*)", ("issue",)),
+        ("fp32_latency", 4, "cycles", "assumed", f"FP32 add/mul/fma dependent latency ({fgs})", ("issue",)),
+        ("fp16_latency", 4, "cycles", "assumed", "packed 16-bit dependent latency: no figure; taken equal to FP32",
+         ("issue",)),
+        ("alu_latency", 4, "cycles", "assumed", "integer/logic dependent latency: no figure; taken equal to FP32",
+         ("issue",)),
+        ("mufu_latency", 18 if arch == "sm100" else 18.91, "cycles",
+         "assumed" if arch == "sm100" else "measured",
+         f"MUFU.EX2 dependent chain ({fgs}{'' if arch == 'sm100' else '; measured there as 18.91 cycles on an H100'})",
+         ("issue",)),
+        ("cvt_latency", 6, "cycles", "assumed",
+         "type-conversion dependent latency: no figure; taken as the FP32 latency plus a 2-cycle transfer to the "
+         "conversion unit", ("issue",)),
+        ("shfl_latency", 24, "cycles", "assumed",
+         "warp shuffle dependent latency: no figure for this generation; about a shared-memory load's latency "
+         "(shuffles go through the same load/store path)", ("issue",)),
+    )
+
+
+_SM100 = _table(
+    # -- tensor pipe: tcgen05.mma ------------------------------------------------------------------
+    ("smem_port_bytes_per_cycle", 128, "B/cycle", "derived",
+     "timing.md §1.2: SS 128x64 moves A 4 KiB + B 2 KiB = 6,144 B per 48.02-cycle II, SS 64x64 4 KiB per 32 "
+     f"({_SA_FIT}); the one shared-memory bandwidth every reader and writer of the SM draws from",
+     ("shared-memory port", "mma model")),
+    ("mma_flop_per_cycle_per_k", 512, "FLOP/cycle per unit of K", "derived",
+     "timing.md §1.2: dense peak 512·K FLOP/cycle/SM (bf16 8,192; tf32 4,096; e4m3/s8 16,384), measured 8,153-8,161 "
+     f"bf16 (SemiAnalysis umma_throughput/tput_results_max.csv); {_KZ_WS} §2", _TP),
+    ("mma_datapath_rows", 128, "rows", "derived",
+     "timing.md §1.2: non-.ws M=64 runs at half peak (4,026-4,080 FLOP/cycle) with the same II = N/2 as M=128, so a "
+     f"1-SM non-.ws MMA occupies the 128-row datapath ({_SA_FIT}; {_KZ_WS} §3)", _TP),
+    ("mma_column_group", 8, "columns", "assumed",
+     "N advances in groups of 8 columns (the instruction descriptor encodes N >> 3): the reading of "
+     f"{_KZ_WS} §2, 'not spec'; used only for the .ws collector release time", _TP),
+    ("mma_issue", 1, "cycles", "assumed", f"tcgen05 MMA issue interval 1 cycle ({_FGS_B200})", _TP),
+    ("mma_fixed_latency_ts", 104, "cycles", "derived",
+     f"timing.md §1.2: latency = N/2 + 104 for TS, any M ({_SA_FIT}); = mma_issue + pipe drain + commit_arrive + "
+     "mbarrier_try_wait: the drain is what remains of the 104 (the split between the four is assumed)", _TP),
+    ("commit_arrive", 29, "cycles", "assumed",
+     f"tcgen05.commit -> mbarrier arrive taken as one mbarrier arrive (29 cycles, {_FGS_B200}); commit visibility on "
+     "B200 is unknown (timing.md §6)", ("mbarrier", "mma model")),
+    ("mbarrier_try_wait", 32, "cycles", "assumed",
+     f"mbarrier try_wait without hint, provisional ({_FGS_B200}); the warp observes a completed phase this long after "
+     "it completes", ("mbarrier", "mma model")),
+    ("mma_min_ii", 9, "cycles", "derived",
+     f"{_KZ_REUSE}: TS 32x64 reuse, a of a + b/D = 9.0 (E4M3 depths 256/512; 9.17 at F4 depth 1,024) above its N/8 = 8 "
+     "compute time: a per-MMA front-end floor", _TP),
+    ("ws_b_fill_startup", 14, "cycles", "derived",
+     f"{_KZ_WS} §3: discard - reuse = 11.96 (M=64), 9.96 (M=128) cycles = startup - one 8-column group "
+     "(2 cycles at 4 columns/cycle, 4 cycles at 2 columns/cycle); M=32 follows (B-path bound, same II as M=64)", _TP),
+    ("ss_a_fetch_startup", 7, "cycles", "derived",
+     f"{_KZ_REUSE}: .ws SS - TS at N=64 with B reuse (M=32/64/128: 15.0/23.0/39.0 vs A bytes/128 = 8/16/32); "
+     "exposed only when an MMA fetches A but no B (hidden behind a B fill otherwise)", _TP),
+    ("pair_latency_m128", 37, "cycles", "derived",
+     f"{_SA_LAT}: TS cta_group::2 M=128 latency - 104 - N/4 = 37 for N = 64..256 (BF16, E4M3, F4); the engine runs "
+     "cta_group::1 only, so only the closed-form model reads it", _MM),
+    ("pair_latency_m256", 29, "cycles", "derived",
+     f"{_SA_LAT}: TS cta_group::2 M=256 latency - 104 - N/2 = 29 for N = 64..256 (BF16, E4M3, F4); closed-form "
+     "model only", _MM),
+    ("tcgen05_cp_fixed", 42, "cycles", "assumed",
+     "tcgen05.cp latency and throughput are unknown (timing.md §6): taken as the MMA pipe drain (104 - 1 - 29 - 32) "
+     "after the copied bytes stream through the shared-memory port", ("tensor pipe",)),
+    # -- TMEM load/store path ----------------------------------------------------------------------
+    ("tcgen05_ld_fixed", 100, "cycles", "assumed",
+     "tcgen05.ld latency is unknown (timing.md §6); chosen so that a 16-column load (100 + 16) matches the "
+     "unverified '≈ 120 clk for 16 columns' comment quoted there", ("tmem path",)),
+    ("tcgen05_st_fixed", 100, "cycles", "assumed", "tcgen05.st latency is unknown (timing.md §6); taken equal to ld",
+     ("tmem path",)),
+    ("tcgen05_ldst_columns_per_cycle", 1, "32-bit columns/cycle per warp", "assumed",
+     "TMEM bandwidth is unknown (timing.md §6): one 32-lane x 32-bit column (128 B) per cycle assumed",
+     ("tmem path",)),
+    # -- shared memory -------------------------------------------------------------------------------
+    ("smem_ld_latency", 19, "cycles", "assumed",
+     f"shared-memory load pipeline ({_FGS_B200}): an ld.shared's register is ready this long after its data left "
+     "the port", ("shared-memory port",)),
+    ("smem_st_visibility", 4, "cycles", "assumed",
+     f"a shared store is visible to a barrier 4 cycles after leaving the load/store path ({_FGS_B200}): an arrival "
+     "after stores counts only once they are visible", ("shared-memory port",)),
+    # -- copy engine and memory ------------------------------------------------------------------------
+    ("tma_issue_gap", 32, "cycles", "assumed",
+     f"elect + cp.async.bulk issue gap, ≈ 33 measured there ({_FGS_B200}); the copy engine takes one TMA instruction "
+     "per gap (a gather4's four rows go to memory together)", ("copy engine",)),
+    ("sm_count", 148, "SMs", "derived",
+     "B200 SMs: FlashMLA's own B200 benchmark sizes its peak-performance batch as 74*2 = 148 requests, one per SM "
+     "(deepseek-ai/FlashMLA tests/test_flash_mla_sparse_decoding.py at 9241ae3), and SemiAnalysis converts with "
+     "148 SMs; the SM's share of HBM is hbm_bytes_per_cycle / sm_count when every SM runs", ("memory system",)),
+    ("hbm_bytes_per_cycle", 3674, "B/cycle (chip)", "derived",
+     f"7.22 TB/s measured ({_SA_TPUT}) / 1.965 GHz (the SM clock SemiAnalysis converts with)", ("memory system",)),
+    ("dram_latency", 1802, "cycles", "derived",
+     f"intercept of a least-squares line through the cold single loads of {_SA_TMA} (residuals up to ±820 cycles): "
+     "issue to first data of a request that misses L2, unloaded (cold: TLB and DRAM page misses included)",
+     ("memory system",)),
+    ("request_bytes_per_cycle", 16.7, "B/cycle", "derived",
+     f"slope of the same fit (0.0600 cycles per byte): the rate one request streams at when it is alone ({_SA_TMA})",
+     ("memory system",)),
+    ("l2_hit_latency", 264, "cycles", "assumed",
+     f"{_SM90_EQUAL}: 264 cycles (150 ns) measured for an L2 hit on an H800 ({_HPMLL})", ("memory system",)),
+    ("sector_bytes", 32, "B", "documented",
+     f"{_SECTOR}; a scattered row of b bytes moves ceil(b / 32) sectors", ("memory system",)),
+    # -- barriers ------------------------------------------------------------------------------------
+    ("mbarrier_arrive", 29, "cycles", "assumed",
+     f"mbarrier arrive (arrive_tx shared write) lands this long after issue ({_FGS_B200})", ("mbarrier",)),
+    ("named_barrier_arrive", 18, "cycles", "assumed",
+     f"bar.arrive: the arriving warp resumes 18 cycles after its arrive ({_FGS_B200})", ("named barrier",)),
+    ("named_barrier_release", 24, "cycles", "assumed",
+     f"an arrival is visible after 24 cycles ({_FGS_B200}): the waiters of bar.sync are released this long after "
+     "the last arrival", ("named barrier",)),
+    # -- CUDA cores ----------------------------------------------------------------------------------
+    *_cuda_core_rows("sm100"),
+)
+
+# sm90: the wgmma rows are calibrated on our H200 measurements (simtc crosscheck's wgmma timing microbenchmark; the
+# rows, device, driver, date and command are in tests/data/h200_wgmma_timing.json and tests/data/README_h200.md).
+_SM90 = _table(
+    ("smem_port_bytes_per_cycle", 128, "B/cycle", "derived",
+     f"SS wgmma II = (A + B bytes) / 128 for N < 64 (16 + N/4 cycles at bf16 m64nNk16), {_H200_WGMMA}; the one "
+     "shared-memory bandwidth every reader and writer of the SM draws from", ("shared-memory port", "mma model")),
+    ("wgmma_flop_per_cycle", 4096, "FLOP/cycle", "derived",
+     "dense bf16 peak per SM: 989 TFLOP/s / (132 SMs x 1.83 GHz) (NVIDIA H100 SXM datasheet); II = N/2 for "
+     f"N >= 64 on the H200 ({_H200_WGMMA})", _TP),
+    ("wgmma_issue", 13, "cycles", "measured",
+     f"wgmma issue interval: the II floor of RS chains at N = 8..24 ({_H200_WGMMA}); also taken as the issue part of "
+     "the latency (the split of the fixed latency is not observable)", _TP),
+    ("wgmma_tail_ss", 45, "cycles", "derived",
+     f"fixed latency N/2 + 58 of one SS wgmma + commit_group + wait_group(0), minus the issue 13 ({_H200_WGMMA})", _TP),
+    ("wgmma_tail_rs", 35, "cycles", "derived",
+     f"fixed latency N/2 + 48 of one RS wgmma + commit_group + wait_group(0), minus the issue 13 ({_H200_WGMMA})", _TP),
+    ("wgmma_max_outstanding", 8, "wgmma", "assumed",
+     f"wgmma a warp may have in flight before its issue stalls ({_FGS_H100}: per accumulator chain)",
+     ("tensor pipe",)),
+    ("smem_ld_latency", 29, "cycles", "assumed",
+     f"shared-memory latency ({_FGS_H100}): an ld.shared's register is ready this long after its data left the port",
+     ("shared-memory port",)),
+    ("smem_st_visibility", 4, "cycles", "assumed",
+     f"a shared store is visible to a barrier 4 cycles after leaving the load/store path (the B200 value of "
+     f"{_FGS_B200}; no Hopper figure)", ("shared-memory port",)),
+    ("tma_issue_gap", 32, "cycles", "assumed", f"≈ 33 measured there ({_FGS_H100})", ("copy engine",)),
+    ("sm_count", 132, "SMs", "documented", "NVIDIA H200 SXM: 132 SMs (the H100 SXM5 configuration; datasheet)",
+     ("memory system",)),
+    ("hbm_bytes_per_cycle", 2424, "B/cycle (chip)", "derived",
+     "4.8 TB/s (NVIDIA H200 datasheet) / 1.98 GHz (the H200's maximum SM clock, seen under load by nvidia-smi)",
+     ("memory system",)),
+    ("dram_latency", 600, "cycles", "assumed",
+     f"no H200 figure: between the measured L2 hit (264 cycles) and the random-access TMA latency (≈ 365 cycles, "
+     f"flat over the footprint) of {_HPMLL} and a DRAM page miss", ("memory system",)),
+    ("request_bytes_per_cycle", 32, "B/cycle", "assumed",
+     "no Hopper figure for one request's own streaming rate: 32 B/cycle (one sector per cycle) assumed",
+     ("memory system",)),
+    ("l2_hit_latency", 264, "cycles", "measured", f"150 ns at 1,755 MHz, pointer chase ({_HPMLL})",
+     ("memory system",)),
+    ("sector_bytes", 32, "B", "documented", f"{_SECTOR}", ("memory system",)),
+    ("mbarrier_arrive", 29, "cycles", "assumed", f"mbarrier arrive ({_FGS_H100})", ("mbarrier",)),
+    ("mbarrier_try_wait", 32, "cycles", "assumed", f"mbarrier try_wait ({_FGS_H100})", ("mbarrier",)),
+    ("named_barrier_arrive", 2, "cycles", "assumed", f"named CTA barrier issue interval ({_FGS_H100})",
+     ("named barrier",)),
+    ("named_barrier_release", 15, "cycles", "assumed", f"release after the last arrival ({_FGS_H100})",
+     ("named barrier",)),
+    *_cuda_core_rows("sm90"),
+)
+
+PARAMETERS: Mapping[str, Mapping[str, Parameter]] = MappingProxyType({"sm100": _SM100, "sm90": _SM90})
+"""``PARAMETERS[arch][name]`` -> :class:`Parameter`."""
+
+
+def parameter(arch: str, name: str) -> Parameter:
+    """One parameter of ``arch``, with a :class:`SimtcError` naming the table when it is missing.
+
+    >>> parameter("sm90", "wgmma_issue").value
+    13
+    """
+    table = PARAMETERS.get(arch)
+    if table is None:
+        raise SimtcError(f"unknown architecture {arch!r}; modelled: {', '.join(ARCHS)}",
+                         rule="timing tables exist for sm100 and sm90")
+    if name not in table:
+        close = [n for n in table if name.split("_")[0] in n][:5]
+        hint = f"; did you mean {', '.join(close)}?" if close else ""
+        raise SimtcError(f"{arch} has no timing parameter {name!r}{hint}", rule="timing parameters by name")
+    return table[name]
+
+
+def _overrides(value) -> tuple[tuple[str, float], ...]:
+    items = value.items() if isinstance(value, Mapping) else value
+    return tuple(sorted((str(k), v) for k, v in items))
+
+
+@frozen
+class Timing:
+    """The parameter values and mechanisms a run uses: ``arch``'s table, ``overrides``, ``disabled`` mechanisms.
+
+    Hashable (a cache key of the cost functions); ``t[name]`` is a value, :meth:`param` the labelled row.
+    """
+
+    arch: str = "sm100"
+    overrides: tuple[tuple[str, float], ...] = field(default=(), converter=_overrides)
+    disabled: frozenset[str] = field(default=frozenset(), converter=frozenset)
+
+    def __attrs_post_init__(self) -> None:
+        if self.arch not in ARCHS:
+            raise SimtcError(f"unknown architecture {self.arch!r}; modelled: {', '.join(ARCHS)}",
+                             rule="timing tables exist for sm100 and sm90")
+        for name, value in self.overrides:
+            parameter(self.arch, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+                raise SimtcError(f"timing parameter {name} = {value!r}: a positive number",
+                                 rule="timing parameters are positive")
+        bad = sorted(self.disabled - set(MECHANISMS))
+        if bad:
+            raise SimtcError(f"unknown mechanism(s) {bad}; known: {', '.join(MECHANISMS)}",
+                             rule="mechanisms a Timing can switch off")
+
+    def __getitem__(self, name: str) -> int | float:
+        for k, v in self.overrides:
+            if k == name:
+                return v
+        return parameter(self.arch, name).value
+
+    def param(self, name: str) -> Parameter:
+        """The labelled table row (its value is the table's, not an override)."""
+        return parameter(self.arch, name)
+
+    @property
+    def table(self) -> Mapping[str, Parameter]:
+        return PARAMETERS[self.arch]
+
+    def scaled(self, name: str, factor: float) -> Timing:
+        """The same Timing with parameter ``name`` multiplied by ``factor`` (integers stay integers, at least 1)."""
+        v = self[name] * factor
+        base = parameter(self.arch, name).value
+        if isinstance(base, int) and not isinstance(base, bool):
+            v = max(1, round(v))
+        rest = [(k, x) for k, x in self.overrides if k != name]
+        return Timing(self.arch, (*rest, (name, v)), self.disabled)
+
+    def with_values(self, **values: float) -> Timing:
+        """The same Timing with these parameter values."""
+        rest = [(k, x) for k, x in self.overrides if k not in values]
+        return Timing(self.arch, (*rest, *values.items()), self.disabled)
+
+    def without(self, *mechanisms: str) -> Timing:
+        """The same Timing with these mechanisms switched off (see :data:`MECHANISMS`)."""
+        return Timing(self.arch, self.overrides, self.disabled | set(mechanisms))
+
+    def enabled(self, mechanism: str) -> bool:
+        return mechanism not in self.disabled

@@ -1,0 +1,127 @@
+"""The tensor pipe: ``tcgen05.mma``, ``tcgen05.cp`` and ``wgmma`` in issue order, operands from the port.
+
+An MMA issued at cycle ``t`` enters the pipe at ``t + issue`` (``mma_issue`` / ``wgmma_issue``) or when
+the MMA before it leaves, whichever is later. On entering it books its shared-memory operand bytes on the
+SM's port (A for SS, and B unless the ``.ws`` collector is reused: :func:`~simtc.engine.timing.port_bytes_per_mma`).
+It holds the pipe for its initiation interval (:func:`~simtc.engine.timing.mma_ii_bounds`), where the
+port bound is the time the port really took -- longer when other readers and writers were using it -- and
+it completes when its latency has passed (:func:`~simtc.engine.timing.mma_completion_cycles`), late by
+as much as the port made it wait. The ``.ws`` collector usage of an MMA depends on the MMA before it
+(ping-pong between ``b0`` and ``b1``).
+
+``tcgen05.cp`` streams its bytes through the port and completes ``tcgen05_cp_fixed`` later.
+
+With the ``tensor_pipe`` mechanism off every instruction of the pipe completes when it is issued.
+
+>>> from simtc.engine.parameters import Timing
+>>> from simtc.engine.smem_port import SharedMemoryPort
+>>> from simtc.isa import InstrDescriptor, Mma, SmemDescriptor
+>>> qk = Mma(400, 256, SmemDescriptor(start=0, lbo=16, sbo=1024, layout_type="SW128"),
+...          InstrDescriptor(kind="f16", m=64, n=128, a_format="bf16", b_format="bf16"), True, ws=True)
+>>> t = Timing("sm100")
+>>> pipe = TensorPipe(t, SharedMemoryPort(t))
+>>> [pipe.mma(0, qk) for _ in range(3)]     # (enters, completes): II 44, completion 1 + stream 32 + drain 42
+[(1, 75), (45, 119), (89, 163)]
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+
+from simtc.engine import timing as tm
+from simtc.engine.calendar import InOrder
+
+__all__ = ["TensorPipe", "mma_spec_of"]
+
+
+def _collector_usage(rec, prev) -> str:
+    """The timing model's collector usage (discard / pingpong / reuse) of an MMA after ``prev``.
+
+    ``.ws``: ``bX::use`` / ``bX::lastuse`` reuse the collector (no B fetch); ``bX::fill`` and
+    ``bX::discard`` fetch B -- alternating collectors between consecutive MMAs is the
+    ping-pong of ``timing.md`` §2. Non-``.ws``: ``a::use`` / ``a::lastuse`` reuse A.
+    """
+    c = rec.collector
+    if c.endswith("::use") or c.endswith("::lastuse"):
+        return "reuse"
+    if rec.ws and prev is not None and getattr(prev, "ws", False):
+        buf = c.split("::")[0] if "::" in c else "b0"
+        pc = prev.collector
+        pbuf = pc.split("::")[0] if "::" in pc else "b0"
+        if buf != pbuf:
+            return "pingpong"
+    return "discard"
+
+
+def mma_spec_of(rec, prev=None) -> tm.MmaSpec:
+    """The :class:`~simtc.engine.timing.MmaSpec` of a ``tcgen05.mma`` or ``wgmma.mma_async`` record."""
+    if type(rec).__name__ == "WgmmaMmaAsync":
+        operands = "RS" if isinstance(rec.a, str) else "SS"
+        return _spec("sm90", rec.m, rec.n, None, operands, False, "discard", rec.dtype)
+    d = rec.idesc
+    return _spec("sm100", d.m, d.n, None, rec.form, rec.ws, _collector_usage(rec, prev),
+                 getattr(d, "a_format", "bf16"))
+
+
+@functools.lru_cache(maxsize=1024)
+def _spec(arch, m, n, k, operands, ws, collector, dtype) -> tm.MmaSpec:
+    return tm.mma_spec(arch, m, n, k, operands, ws, collector, 1, dtype)
+
+
+@functools.lru_cache(maxsize=4096)
+def _mma_cost(spec: tm.MmaSpec, timing) -> tuple[int, int, int, int, int]:
+    """(issue, II without the port, nominal port bound, port cycles to book, completion after issue)."""
+    bounds = tm.mma_ii_bounds(spec, None, timing)
+    port_nominal = bounds.pop("smem_port")
+    per_byte = timing["smem_port_bytes_per_cycle"]
+    book = math.ceil(tm.port_bytes_per_mma(spec) / per_byte)
+    issue = tm.mma_latency_breakdown(spec, None, timing)["issue"]
+    return issue, max(bounds.values()), port_nominal, book, tm.mma_completion_cycles(spec, None, timing)
+
+
+class TensorPipe:
+    """The SM's tensor pipe (see the module text)."""
+
+    __slots__ = ("cp_fixed", "enabled", "port", "prev", "server", "timing")
+
+    def __init__(self, timing, port):
+        self.timing = timing
+        self.port = port
+        self.enabled = timing.enabled("tensor_pipe")
+        self.server = InOrder("tensor_pipe")
+        self.prev = None
+        self.cp_fixed = timing["tcgen05_cp_fixed"] if timing.arch == "sm100" else 0
+
+    def mma(self, t: int, rec, who: int = -1) -> tuple[int, int]:
+        """Issue an MMA record at cycle ``t``: ``(cycle it enters the pipe, cycle it completes)``."""
+        spec = mma_spec_of(rec, self.prev)
+        self.prev = rec
+        if not self.enabled:
+            return t, t
+        issue, ii, port_nominal, book, done = _mma_cost(spec, self.timing)
+        start = self.server.start(t + issue)
+        port_end = self.port.transfer(start, book, "tensor", who)
+        port_bound = port_end - start + (port_nominal - book)  # the A-only fetch startup stays on top
+        occ = max(ii, port_bound)
+        self.server.take(start, occ, who)
+        late = max(0, port_bound - port_nominal)
+        return start, t + done + (start - t - issue) + late
+
+    def cp(self, t: int, nbytes: int, who: int = -1) -> tuple[int, int]:
+        """Issue a ``tcgen05.cp`` of ``nbytes`` at ``t``: ``(enters, completes)``."""
+        if not self.enabled:
+            return t, t
+        issue = self.timing["mma_issue"]
+        start = self.server.start(t + issue)
+        end = self.port.transfer(start, self.port.cycles(nbytes), "tensor", who)
+        self.server.take(start, end - start, who)
+        return start, end + self.cp_fixed
+
+    @property
+    def busy(self) -> int:
+        return self.server.busy
+
+    @property
+    def spans(self):
+        return self.server.spans
