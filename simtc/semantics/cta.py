@@ -1,12 +1,13 @@
 """``Cta``: the state one CTA's instructions act on, and the one observed access path.
 
 A :class:`Cta` holds shared memory, Tensor Memory, named global tensors (the TMA's source),
-mbarriers, named barriers and per-warp registers. Every shared-memory and TMEM access an
-instruction makes goes through the memories' access API
-(:meth:`simtc.smem.SharedMemory.read` / ``write`` / ``gather`` / ``scatter``,
-:meth:`simtc.tmem.TensorMemory.read_cells` / ``write_cells``); while a :class:`Cta` executes a
-record it forwards those accesses to its observers (:meth:`Cta.observe`) as
-``callback(kind, record, region)``:
+mbarriers, named barriers and per-warp registers. It is state only: applying a record to it is
+:func:`simtc.semantics.execute` (``execute(record, cta)``), whose module imports this one and not
+the other way round. Every shared-memory and TMEM access an instruction makes goes through the
+memories' access API (:meth:`simtc.smem.SharedMemory.read` / ``write`` / ``gather`` / ``scatter``,
+:meth:`simtc.tmem.TensorMemory.read_cells` / ``write_cells``); while a record executes on a
+:class:`Cta` (``Cta.current``), the :class:`Cta` forwards those accesses to its observers
+(:meth:`Cta.observe`) as ``callback(kind, record, region)``:
 
 * ``kind``: ``"smem.read"``, ``"smem.write"``, ``"tmem.read"``, ``"tmem.write"``;
 * ``region``: :class:`SmemRegion` (the byte addresses) or :class:`TmemRegion` (lanes, columns).
@@ -191,10 +192,3 @@ class Cta:
         for b in program.barriers:
             if b.kind == "mbarrier":
                 self.mbarriers[b.name] = MbarrierState(b.name, b.count, b.count)
-
-    # ---- execution -------------------------------------------------------------------------------------
-    def execute(self, record, *, warp: int = 0, threads: int = 32) -> None:
-        """Apply ``record`` (see :func:`simtc.semantics.execute`)."""
-        from simtc.semantics.execute import execute
-
-        execute(record, self, warp=warp, threads=threads)

@@ -84,11 +84,6 @@ class BankReport:
             return []
         return [int(b) for b in bank_of(a + BANK_BYTES * np.arange(self.width // BANK_BYTES))]
 
-    def __rich__(self):
-        from simtc.render.banks import BankMapView
-
-        return BankMapView(self)
-
 
 def bank_conflicts(addresses, width: int = 4) -> BankReport:
     """Analyse one warp-wide access: ``addresses`` holds each thread's byte address.

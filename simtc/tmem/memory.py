@@ -370,12 +370,6 @@ class TensorMemory:
 
         tcgen05_cp(self, taddr, smem, desc, shape, multicast, label=label)
 
-    # ---- views -------------------------------------------------------------------------------------
-    def __rich__(self):
-        from simtc.render.tmem import TmemMapView
-
-        return TmemMapView(self)
-
 
 def _register_bits(values, dtype: str | None, what: str) -> np.ndarray:
     """``values`` as uint32 register bit patterns, refusing every silent conversion (see :meth:`TensorMemory.st`)."""

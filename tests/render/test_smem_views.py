@@ -65,11 +65,14 @@ def test_unknown_view():
         TileView(CanonicalLayout("bf16", "K", "SW128", 8, 64), view="sideways")
 
 
-def test_rich_protocol_on_models():
+def test_a_bank_report_prints_through_its_view():
+    """The report is a plain model (no rich protocol, no import of simtc.render); rich prints its view."""
     from rich.console import Console
 
+    report = bank_conflicts(np.arange(32) * 4)
+    assert not hasattr(report, "__rich__") and not hasattr(report, "__rich_console__")
     console = Console(width=120, record=True, color_system=None)
-    console.print(bank_conflicts(np.arange(32) * 4))
+    console.print(BankMapView(report))
     assert "1 wavefronts" in console.export_text()
 
 

@@ -88,9 +88,11 @@ def test_svg_is_valid_xml_and_stable():
     ET.fromstring(a)
 
 
-def test_model_objects_render_via_rich():
+def test_tensor_memory_renders_through_its_view():
+    """TensorMemory is a plain model (no rich protocol, no import of simtc.render); the map is its view."""
     tm = _busy_tmem()
-    assert "Tensor Memory 128 lanes x 512 columns" in to_text(tm)
+    assert not hasattr(tm, "__rich__") and not hasattr(tm, "__rich_console__")
+    assert "Tensor Memory 128 lanes x 512 columns" in to_text(TmemMapView(tm))
 
 
 def test_bad_view_options_raise():
