@@ -2,8 +2,9 @@
 
 * ``simtc timing params [--arch sm100|sm90] [--json]`` -- every parameter the engine reads:
   ``{name, arch, value, unit, label, source, used_by}`` (label: measured / documented / derived / assumed).
-* ``simtc timing sensitivity NAME [--json]`` -- halves and doubles each parameter and reports the relative
-  change of the answer, sorted by effect: rows ``{name, label, value, unit, "x0.5", "x2", source}``. NAME is
+* ``simtc timing sensitivity NAME [--factors 0.5,2] [--json]`` -- halves and doubles each parameter (or scales
+  it by the factors given) and reports the relative change of the answer, sorted by effect: rows
+  ``{name, label, value, unit, "x0.5", "x2", source}``. NAME is
   ``flashmla-head64`` (the answer: steady-state cycles per block of a timing-only replay) or a Program
   (``simtc program --list``, or a Program JSON file; the answer: its cycles).
 * ``simtc timing mma`` -- builds the microbenchmark Programs of ``timing.md`` §1.1 (latency: one MMA + commit +
@@ -60,11 +61,25 @@ def register(sub) -> None:
                    help="flashmla-head64: blocks of the request")
     v.add_argument("--arch", choices=("sm100", "sm90"), default="sm100",
                    help="whose parameter table (flashmla-head64 runs on sm100)")
+    v.add_argument("--factors", type=_factors, default=(0.5, 2.0), metavar="F,F,...",
+                   help="scale factors (default: 0.5,2; e.g. 0.25,0.5,2,4 to see how much slack a parameter has)")
     v.add_argument("--top", type=int_in(1, 1000, "rows to show"), default=None,
                    help="show only the N parameters with the largest effect (default: all)")
     add_output_options(v)
     v.set_defaults(handler=run_sensitivity_cmd)
     p.set_defaults(handler=needs_subcommand(p))
+
+
+def _factors(text: str) -> tuple[float, ...]:
+    import argparse
+
+    try:
+        out = tuple(float(x) for x in text.split(",") if x.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: comma-separated numbers, e.g. 0.5,2") from None
+    if not out or any(not f > 0 or f == 1 for f in out) or len(set(out)) != len(out):
+        raise argparse.ArgumentTypeError(f"{text!r}: distinct positive factors other than 1, e.g. 0.5,2")
+    return out
 
 
 def _lines(r: dict, width: int) -> list[str]:
@@ -152,13 +167,13 @@ def _measure(args):
             Timing(args.arch))
 
 
-def _sensitivity_lines(what: str, base: float, rows: list[dict], width: int) -> list[str]:
+def _sensitivity_lines(what: str, base: float, rows: list[dict], keys: list[str], width: int) -> list[str]:
     out = [f"{what}: {base:,.1f} with every parameter at its table value",
-           "relative change of the answer when one parameter is halved (x0.5) or doubled (x2):",
-           f"{'parameter':<32} {'label':<10} {'x0.5':>8} {'x2':>8}"]
+           f"relative change of the answer when one parameter is scaled ({', '.join(keys)}):",
+           f"{'parameter':<32} {'label':<10} " + " ".join(f"{k:>8}" for k in keys)]
     for r in rows:
-        out.append(f"{r['name']:<32} {r['label']:<10} {100 * r['x0.5']:>+7.1f}% {100 * r['x2']:>+7.1f}%")
-    unmoved = [r["name"] for r in rows if r["x0.5"] == 0 and r["x2"] == 0]
+        out.append(f"{r['name']:<32} {r['label']:<10} " + " ".join(f"{100 * r[k]:>+7.1f}%" for k in keys))
+    unmoved = [r["name"] for r in rows if all(r[k] == 0 for k in keys)]
     if unmoved:
         import textwrap
 
@@ -168,13 +183,14 @@ def _sensitivity_lines(what: str, base: float, rows: list[dict], width: int) -> 
 
 def run_sensitivity_cmd(args) -> int:
     from simtc.cli._common import emit
-    from simtc.engine.sensitivity import sensitivity
+    from simtc.engine.sensitivity import factor_key, sensitivity
     from simtc.render.lines import LinesView
 
     measure, what, timing = _measure(args)
     base = float(measure(timing))
-    rows = [r.as_dict() for r in sensitivity(measure, timing)]
+    rows = [r.as_dict() for r in sensitivity(measure, timing, factors=args.factors, base=base)]
     shown = rows[:args.top] if args.top else rows
-    data = {"measure": what, "value": base, "rows": shown}
-    return emit(args, data=data, view=LinesView(lambda width: _sensitivity_lines(what, base, shown, width)),
+    keys = [factor_key(f) for f in args.factors]
+    data = {"measure": what, "value": base, "factors": list(args.factors), "rows": shown}
+    return emit(args, data=data, view=LinesView(lambda width: _sensitivity_lines(what, base, shown, keys, width)),
                 title=f"simtc timing sensitivity {args.name}")

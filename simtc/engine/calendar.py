@@ -10,7 +10,7 @@
   and pipes.
 
 Both record the cycles they are busy (``busy``) and their busy spans, merged where they touch
-(:class:`Spans`).
+(:class:`Spans`; a calendar's spans are its busy intervals, kept when it forgets them).
 
 >>> c = Calendar("port")
 >>> c.book(10, 4), c.book(0, 6), c.book(0, 8)   # the third fills 6-10, then 14-18
@@ -25,6 +25,7 @@ Both record the cycles they are busy (``busy``) and their busy spans, merged whe
 from __future__ import annotations
 
 import bisect
+from array import array
 
 __all__ = ["Calendar", "InOrder", "Spans"]
 
@@ -107,14 +108,25 @@ class Calendar:
     no request can start before (the engine's clock), so the list stays short.
     """
 
-    __slots__ = ("_ends", "_starts", "busy", "name", "spans")
+    __slots__ = ("_ends", "_past", "_starts", "busy", "name")
 
     def __init__(self, name: str):
         self.name = name
         self._starts: list[int] = []
         self._ends: list[int] = []
         self.busy = 0
-        self.spans = Spans()
+        self._past = array("q")  # forgotten busy intervals, start and end interleaved (for the timeline)
+
+    @property
+    def spans(self) -> Spans:
+        """Every busy interval so far, ``(start, end, -1)``."""
+        out = Spans()
+        past = self._past
+        for i in range(0, len(past), 2):
+            out.add(past[i], past[i + 1])
+        for a, b in zip(self._starts, self._ends, strict=True):
+            out.add(a, b)
+        return out
 
     def book(self, t: int, d: int, who: int = -1) -> int:
         """Take ``d`` (>= 0) cycles from the free time at or after ``t``; returns the cycle the last one ends."""
@@ -128,7 +140,6 @@ class Calendar:
             else:
                 starts.append(t)
                 ends.append(t + d)
-            self.spans.add(t, t + d, who)
             return t + d
         i = bisect.bisect_right(ends, t)  # first interval ending after t
         pos, need = t, d
@@ -140,39 +151,10 @@ class Calendar:
             gap_end = starts[i] if i < len(starts) else None
             take = need if gap_end is None else min(need, gap_end - pos)
             self._insert(i, pos, pos + take)
-            self.spans.add(pos, pos + take, who)
             i = bisect.bisect_right(self._ends, pos + take - 1)
             pos += take
             need -= take
         return pos
-
-    def cut_in(self, t: int, d: int, who: int = -1) -> int:
-        """Take ``d`` cycles from cycle ``t`` at once, ahead of what was booked there: the booked cycles from ``t``
-        on move ``d`` later (what is already booked keeps its length; later requests see it moved). Returns
-        ``t + d``. For short requests a unit serves between the beats of a long stream (a warp's ld/st.shared
-        on the shared-memory port while an MMA streams its operands)."""
-        if d <= 0:
-            return t
-        starts, ends = self._starts, self._ends
-        if self._window_free(t, d):
-            return self.book(t, d, who)
-        self.busy += d
-        i = bisect.bisect_right(ends, t)  # first interval ending after t
-        if starts[i] < t:  # t inside interval i: split it at t
-            starts.insert(i + 1, t)
-            ends.insert(i + 1, ends[i])
-            ends[i] = t
-            i += 1
-        for j in range(i, len(starts)):  # everything from t on moves d later
-            starts[j] += d
-            ends[j] += d
-        self._insert(i, t, t + d)
-        k = i  # merge what now touches
-        while k + 1 < len(starts) and starts[k + 1] <= ends[k]:
-            ends[k] = max(ends[k], ends[k + 1])
-            del starts[k + 1], ends[k + 1]
-        self.spans.add(t, t + d, who)
-        return t + d
 
     def _insert(self, i: int, s: int, e: int) -> None:
         starts, ends = self._starts, self._ends
@@ -195,9 +177,13 @@ class Calendar:
         return i == len(self._starts) or self._starts[i] >= t + d
 
     def forget(self, before: int) -> None:
-        """Drop the busy intervals that ended at or before cycle ``before``."""
+        """Set aside the busy intervals that ended at or before cycle ``before`` (no request can reach them)."""
         k = bisect.bisect_right(self._ends, before)
         if k:
+            past = self._past
+            for a, b in zip(self._starts[:k], self._ends[:k], strict=True):
+                past.append(a)
+                past.append(b)
             del self._starts[:k], self._ends[:k]
 
     def free_at(self, t: int) -> bool:

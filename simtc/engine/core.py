@@ -26,6 +26,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import gc
+import math
 import time as _time
 
 from simtc.engine import ops as k
@@ -43,7 +44,7 @@ from simtc.engine.scheduler import Scheduler
 from simtc.engine.smem_port import SharedMemoryPort
 from simtc.engine.tensor_pipe import TensorPipe
 from simtc.engine.tmem_path import TmemPath
-from simtc.engine.trace import Event
+from simtc.engine.trace import Event, Trace
 from simtc.engine.warp import Warp, run
 from simtc.errors import LaneQuadrantError, SimtcError
 
@@ -78,13 +79,14 @@ def _costs(timing: Timing) -> dict:
     """The fixed latencies handlers read, with the mechanisms that are off set to 0."""
     t = timing
     c = {name: t[name] for name in ("mbarrier_arrive", "mbarrier_try_wait", "named_barrier_arrive",
-                                     "named_barrier_release", "smem_ld_latency", "smem_st_visibility")}
+                                     "named_barrier_release", "named_barrier_per_warp", "smem_ld_latency",
+                                     "smem_st_visibility", "proxy_fence")}
     c["commit_arrive"] = t["commit_arrive"] if t.arch == "sm100" else t["mbarrier_arrive"]
     c["wgmma_max_outstanding"] = t["wgmma_max_outstanding"] if t.arch == "sm90" else 1 << 30
     c["wgmma_issue"] = t["wgmma_issue"] if t.arch == "sm90" else t["mma_issue"]
     if not t.enabled("barriers"):
         for name in ("mbarrier_arrive", "mbarrier_try_wait", "named_barrier_arrive", "named_barrier_release",
-                     "commit_arrive"):
+                     "named_barrier_per_warp", "commit_arrive", "proxy_fence"):
             c[name] = 0
     if not t.enabled("latency"):
         c["smem_ld_latency"] = c["smem_st_visibility"] = 0
@@ -137,7 +139,7 @@ class Engine:
         self.check = check
         self.c = _costs(timing)
         self.sched = Scheduler()
-        self.trace: list[Event] = []
+        self.trace = Trace()
         self.deadlock: dict | None = None
         self.port = SharedMemoryPort(timing)
         self.memory = MemorySystem(timing, active_sms, l2_resident)
@@ -259,8 +261,8 @@ class Engine:
             bad = [r for r in map(rects.of.__getitem__, op.tmem_r + op.tmem_w) if r[0] < lo or r[1] > lo + 32]
             if bad:
                 op.quad_bad = quad or f"warp {warp} may touch lanes {lo}-{lo + 31}, touches {bad[0][0]}-{bad[0][1] - 1}"
-        elif kind in (k.K_LD_SHARED, k.K_ST_SHARED):
-            op.wavefronts = _wavefronts(rec)
+        elif kind in (k.K_LD_SHARED, k.K_ST_SHARED):  # a wavefront is 128 B (32 banks x 4 B)
+            op.wavefronts = math.ceil(_wavefronts(rec) * 128 / self.port.bytes_per_cycle)
         elif kind == k.K_CUDA:
             op.cost = block_cost(rec, self.timing)
         bar = getattr(rec, "bar", None)
@@ -277,15 +279,14 @@ class Engine:
     # ------------------------------------------------------------------ trace, observers, semantics
     def ev(self, role: str, warp: int, index: int, kind: str, detail: str, dep: int) -> int:
         """Append a trace event; returns its index."""
-        tr = self.trace
-        tr.append(Event(int(self.sched.env.now), role, warp, index, kind, detail, dep))
-        return len(tr) - 1
+        return self.trace.add(int(self.sched.env.now), role, warp, index, kind, detail, dep)
 
     def issued(self, w: Warp, i: int, op: Op, now: int) -> int:
         """Warp ``w`` issues record ``i`` at ``now``: the trace event, and the observers are told."""
-        tr = self.trace
-        tr.append(Event(now, w.role, w.warp, i, "issue", op.name, w.last_ev))
-        ev = w.last_ev = len(tr) - 1
+        ev = w.last_ev = self.trace.add(now, w.role, w.warp, i, "issue", op.name, w.last_ev)
+        if ev & 1023 == 0:  # now and then, forget the busy time no request can reach any more
+            self.port.forget(now)
+            self.memory.forget(now)
         token = None
         if op.kind in _ARRIVING:
             self._tokens += 1
@@ -326,18 +327,17 @@ class Engine:
         ev = self.ev(w.role, w.warp, i, "complete", op.name, dep)
         if unit == "tensor_pipe":
             self.pipe_last_ev = ev
-            if self.sched.env.now >= w.tc_last:
+            now = self.sched.env.now
+            if all(f.done <= now for f in w.tc):
                 w.tc_last_ev = ev
         if self.mode == "semantics":
             self.execute(op.rec, w)
 
-    def tensor_issued(self, w: Warp, op: Op, i: int, ev: int, start: int, done: int) -> None:
-        """An MMA or tcgen05.cp entered the pipe at ``start`` and completes at ``done``."""
-        if done > w.tc_last:
-            w.tc_last = done
-        dep = ev if start <= self.sched.env.now + self.timing["mma_issue" if self.arch == "sm100" else "wgmma_issue"] \
-            else self.pipe_last_ev
-        self.complete_at(done, w, op, i, dep, "tensor_pipe")
+    def tensor_issued(self, w: Warp, op: Op, i: int, ev: int, flight) -> None:
+        """An MMA or tcgen05.cp is on the tensor pipe (its :class:`~simtc.engine.tensor_pipe.Flight`)."""
+        w.tc.append(flight)
+        dep = ev if flight.start <= self.sched.env.now + self.c["wgmma_issue"] else self.pipe_last_ev
+        self.complete_at(flight.done, w, op, i, dep, "tensor_pipe")
 
     def tma_complete_at(self, t: int, w: Warp, op: Op, i: int, dep: int, token) -> None:
         self.sched.call_at(t, self._tma_done, w, op, i, dep, token)
@@ -413,7 +413,7 @@ class Engine:
             waiters, nb.waiters = nb.waiters, []
             for o in self.observers:
                 o.on_release(now, bid, [x for _, x in waiters])
-            t = nb.visible + self.c["named_barrier_release"]
+            t = nb.visible + self.c["named_barrier_release"] + self.c["named_barrier_per_warp"] * -(-count // 32)
             nb.visible = 0
             self.sched.call_at(t, self._release, bid, nb.last_ev, waiters)
         return evt
@@ -594,16 +594,18 @@ class Engine:
     def critical_path(self) -> list[int]:
         """Trace indices of the critical path, first to last (follow ``dep`` from the last event)."""
         tr = self.trace
-        if not tr:
+        if not len(tr):
             return []
-        cycles = [e[0] for e in tr]
-        i = len(cycles) - 1 - cycles[::-1].index(max(cycles))  # the last event of the latest cycle
+        cycles = tr.cycles()
+        top = max(cycles)
+        i = max(j for j in range(len(cycles) - 1, -1, -1) if cycles[j] == top)  # the last event of the latest cycle
+        deps = tr._dep
         path = []
         seen = set()
         while i >= 0 and i not in seen:
             seen.add(i)
             path.append(i)
-            i = tr[i].dep
+            i = deps[i]
         return path[::-1]
 
     def tmem_columns(self, first_warp_only: bool = False) -> set[int]:

@@ -20,7 +20,8 @@ TMA store / bulk copy                    :func:`tma_store`: copy engine, port re
 ``tcgen05.wait::ld`` / ``::st``          :func:`wait_tmem`: until the warp's loads / stores completed
 ``mbarrier.arrive[.expect_tx]``          :func:`arrive`: lands ``mbarrier_arrive`` later, after the stores
 ``mbarrier.try_wait.parity``             :func:`try_wait`: until the phase of that parity completed
-``bar.sync`` / ``bar.arrive``            :func:`named_barrier`: released ``named_barrier_release`` after the last
+``bar.sync`` / ``bar.arrive``            :func:`named_barrier`: released after the last (+ per warp)
+``fence.proxy.async``                    :func:`proxy_fence`: holds the warp ``proxy_fence`` cycles
 ``mbarrier.init``, allocs, fences ...    one issue cycle (:func:`init`, :func:`alloc`, :func:`one_cycle`)
 =======================================  =====================================================================
 """
@@ -29,12 +30,17 @@ from __future__ import annotations
 
 from simtc.engine import ops as k
 
-__all__ = ["HANDLERS"]
+__all__ = ["HANDLERS", "READS", "parameters_of"]
 
 
 def one_cycle(eng, w, op, i, now, ev) -> int:
-    """Fences and other records that only take their issue cycle."""
+    """tcgen05 fences and other records that only take their issue cycle."""
     return 1
+
+
+def proxy_fence(eng, w, op, i, now, ev) -> int:
+    """``fence.proxy.async``: holds the warp ``proxy_fence`` cycles (measured on the H200)."""
+    return max(1, eng.c["proxy_fence"])
 
 
 # ---- shared memory ----------------------------------------------------------------------------------
@@ -110,7 +116,10 @@ def tma_load(eng, w, op, i, now, ev) -> int:
 
 def tma_store(eng, w, op, i, now, ev) -> int:
     """The thread is held ``tma_issue_gap``; the source is read through the port (what ``wait_group.read``
-    waits for), then written to memory."""
+    waits for), then written to memory. A warp that is not the store's ``issuing_warp`` skips it (its branch
+    around the store: one issue cycle)."""
+    if not op.rec.issued_by(w.warp):
+        return 1
     read, written = eng.copy.store(now, op.rec.nbytes, getattr(op.rec, "tensor", ""), w.idx)
     w.bulk_open = max(w.bulk_open, read)
     eng.complete_at(written, w, op, i, ev)
@@ -139,15 +148,13 @@ def bulk_wait(eng, w, op, i, now, ev):
 # ---- the tensor pipe ------------------------------------------------------------------------------------
 def mma(eng, w, op, i, now, ev) -> int:
     """The tensor pipe: enter in order, operands through the port, complete after the latency."""
-    start, done = eng.pipe.mma(now, op.rec, w.idx)
-    eng.tensor_issued(w, op, i, ev, start, done)
+    eng.tensor_issued(w, op, i, ev, eng.pipe.mma(now, op.rec, w.idx))
     return 1
 
 
 def cp(eng, w, op, i, now, ev) -> int:
     """``tcgen05.cp``: the tensor pipe, the source bytes through the port."""
-    start, done = eng.pipe.cp(now, op.rec.nbytes, w.idx)
-    eng.tensor_issued(w, op, i, ev, start, done)
+    eng.tensor_issued(w, op, i, ev, eng.pipe.cp(now, op.rec.nbytes, w.idx))
     return 1
 
 
@@ -166,15 +173,14 @@ def wgmma(eng, w, op, i, now, ev):
         if entry[1] <= 0:
             del eng.wg_ops[gkey]
     else:
-        start, done = eng.pipe.mma(now, op.rec, w.idx)
+        flight = eng.pipe.mma(now, op.rec, w.idx)
+        done = flight.done
         members = sum(1 for b in eng.warps if b.warp // 4 == w.warp // 4 and b.role == w.role)
         if members > 1:
             eng.wg_ops[gkey] = [done, members - 1]
-        eng.complete_at(done, w, op, i, ev if start <= now + eng.c["wgmma_issue"] else eng.pipe_last_ev,
+        eng.complete_at(done, w, op, i, ev if flight.start <= now + eng.c["wgmma_issue"] else eng.pipe_last_ev,
                         "tensor_pipe")
     w.wg_open = max(w.wg_open, done)
-    if done > w.tc_last:
-        w.tc_last = done
     inflight.append(done)
     if len(inflight) > limit:
         oldest = min(inflight)
@@ -203,8 +209,9 @@ def wgmma_wait(eng, w, op, i, now, ev):
 def commit(eng, w, op, i, now, ev) -> int:
     """``tcgen05.commit``: arrives on its mbarrier ``commit_arrive`` after every earlier asynchronous tcgen05
     operation of the thread completed (PTX ISA 9.0 §9.7.16.12.1)."""
-    t = max(now, w.tc_last) + eng.c["commit_arrive"]
-    dep = w.tc_last_ev if w.tc_last > now else ev
+    last = max((f.done for f in w.tc_flights(now)), default=now)
+    t = max(now, last) + eng.c["commit_arrive"]
+    dep = w.tc_last_ev if last > now else ev
     eng.arrive_at(t, op, w, i, dep, eng.token, 1, "commit")
     return 1
 
@@ -269,8 +276,8 @@ def try_wait(eng, w, op, i, now, ev):
 
 def named_barrier(eng, w, op, i, now, ev):
     """``bar.sync`` / ``bar.arrive``: the arrival counts once the warp's stores are visible; the barrier releases
-    its waiters ``named_barrier_release`` after its last arrival; ``bar.arrive`` holds the warp
-    ``named_barrier_arrive``."""
+    its waiters ``named_barrier_release + named_barrier_per_warp x warps`` after its last arrival; ``bar.arrive``
+    holds the warp ``named_barrier_arrive``."""
     sync = op.kind == k.K_BAR_SYNC
     released = eng.named_arrive(w, op, i, ev, sync)
     if not sync:
@@ -300,6 +307,48 @@ def alloc(eng, w, op, i, now, ev) -> int:
     return 1
 
 
+_ISSUE = ("sub_partitions", "issue_per_sub_partition")
+_TENSOR = ("mma_issue", "mma_flop_per_cycle_per_k", "mma_datapath_rows", "mma_column_group", "mma_fixed_latency_ts",
+           "mma_min_ii", "ws_b_fill_startup", "ss_a_fetch_startup", "smem_port_bytes_per_cycle", "commit_arrive",
+           "mbarrier_try_wait")
+_WGMMA = ("wgmma_flop_per_cycle", "wgmma_issue", "wgmma_tail_ss", "wgmma_tail_rs", "wgmma_max_outstanding",
+          "smem_port_bytes_per_cycle")
+_MEMORY = ("sm_count", "hbm_bytes_per_cycle", "sm_bytes_per_cycle", "dram_latency", "request_bytes_per_cycle",
+           "sector_bytes", "l2_hit_latency", "l2_bytes_per_cycle")
+READS = {
+    k.K_LD_SHARED: (*_ISSUE, "smem_port_bytes_per_cycle", "smem_ld_latency"),
+    k.K_ST_SHARED: (*_ISSUE, "smem_port_bytes_per_cycle", "smem_st_visibility"),
+    k.K_TMA_LOAD: (*_ISSUE, "tma_issue_gap", *_MEMORY, "smem_port_bytes_per_cycle"),
+    k.K_TMA_STORE: (*_ISSUE, "tma_issue_gap", *_MEMORY, "smem_port_bytes_per_cycle"),
+    k.K_MMA: (*_ISSUE, *_TENSOR), k.K_CP: (*_ISSUE, "mma_issue", "smem_port_bytes_per_cycle", "tcgen05_cp_fixed"),
+    k.K_WGMMA: (*_ISSUE, *_WGMMA), k.K_COMMIT: (*_ISSUE, "commit_arrive"),
+    k.K_LD: (*_ISSUE, "tcgen05_ld_fixed", "tcgen05_ldst_columns_per_cycle"),
+    k.K_ST: (*_ISSUE, "tcgen05_st_fixed", "tcgen05_ldst_columns_per_cycle"),
+    k.K_ARRIVE: (*_ISSUE, "mbarrier_arrive", "smem_st_visibility"),
+    k.K_ARRIVE_TX: (*_ISSUE, "mbarrier_arrive", "smem_st_visibility"),
+    k.K_TRY_WAIT: (*_ISSUE, "mbarrier_try_wait"),
+    k.K_BAR_SYNC: (*_ISSUE, "named_barrier_release", "named_barrier_per_warp", "smem_st_visibility"),
+    k.K_BAR_ARRIVE: (*_ISSUE, "named_barrier_arrive", "named_barrier_release", "named_barrier_per_warp"),
+    k.K_PROXY_FENCE: (*_ISSUE, "proxy_fence"),
+}
+"""Record kind -> the timing parameters its handler reads (beyond these, a CUDA-core block reads its classes' pipe
+rates and latencies, :func:`parameters_of`; the other kinds take their issue cycle only)."""
+
+
+def parameters_of(rec, arch: str = "sm100") -> tuple[str, ...]:
+    """The timing parameters the time of ``rec`` rests on, in the order the handler reads them (the table's
+    names of ``arch``)."""
+    from simtc.engine.issue import block_parameters
+    from simtc.engine.parameters import PARAMETERS
+
+    kind = k.KIND_OF_CLASS.get(type(rec).__name__)
+    names = READS.get(kind, _ISSUE)
+    if kind == k.K_CUDA:
+        names = (*_ISSUE, "warp_interleave", *block_parameters(rec))
+    table = PARAMETERS[arch]
+    return tuple(dict.fromkeys(n for n in names if n in table))
+
+
 HANDLERS = {
     k.K_LD_SHARED: ld_shared, k.K_ST_SHARED: st_shared, k.K_CUDA: cuda_core, k.K_TMA_LOAD: tma_load,
     k.K_TMA_STORE: tma_store, k.K_BULK_COMMIT: bulk_commit, k.K_BULK_WAIT: bulk_wait, k.K_MMA: mma, k.K_CP: cp,
@@ -307,6 +356,6 @@ HANDLERS = {
     k.K_COMMIT: commit, k.K_LD: tmem_access, k.K_ST: tmem_access, k.K_WAIT_LD: wait_tmem, k.K_WAIT_ST: wait_tmem,
     k.K_ARRIVE: arrive, k.K_ARRIVE_TX: arrive, k.K_TRY_WAIT: try_wait, k.K_BAR_SYNC: named_barrier,
     k.K_BAR_ARRIVE: named_barrier, k.K_INIT: init, k.K_ALLOC: alloc, k.K_DEALLOC: alloc, k.K_RELINQUISH: alloc,
-    k.K_PROXY_FENCE: one_cycle, k.K_FENCE_AFTER: one_cycle, k.K_FENCE_BEFORE: one_cycle,
+    k.K_PROXY_FENCE: proxy_fence, k.K_FENCE_AFTER: one_cycle, k.K_FENCE_BEFORE: one_cycle,
 }
 """Record kind -> its handler."""

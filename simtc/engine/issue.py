@@ -5,11 +5,12 @@ An SM has ``sub_partitions`` (4) sub-partitions; warp ``w`` runs on sub-partitio
 * an **issue slot**: ``issue_per_sub_partition`` (1) warp-instruction per cycle, shared by its warps --
   every record a warp issues takes one cycle of it, a CUDA-core block one per instruction;
 * **pipes**, one server each: ``fp32`` (FFMA/FMUL/FADD; packed FFMA2/FMUL2/FADD2 do two operations per
-  lane; IMAD/IMUL at half rate), ``fp16`` (HADD2/HMUL2/HFMA2 and their .F32 / .BF16_V2 forms), ``alu``
-  (FMNMX, FSEL, FSETP, integer and logic, and the unlisted remainder ``other``), ``mufu`` (MUFU.*),
-  ``cvt`` (F2F, F2FP, I2F, F2I) and ``shfl`` (SHFL.*). A warp-instruction holds its pipe for
-  ``32 x ops / (lanes per sub-partition)`` cycles, lanes from the ``*_lanes`` parameters (results per clock
-  per SM, NVIDIA's throughput table): FP32 1 cycle, ALU 2, MUFU and conversions 8, shuffles 4;
+  lane), ``fp16`` (HADD2/HMUL2/HFMA2 and the .BF16_V2 forms; HADD2.F32, the f16 -> f32 conversion, at half
+  rate), ``alu`` (FMNMX, FSEL, FSETP, integer and logic, and the unlisted remainder ``other``), ``imad``
+  (IMAD/IMUL), ``mufu`` (MUFU.*), ``cvt`` (F2F, F2FP, I2F, F2I) and ``shfl`` (SHFL.*). A warp-instruction holds
+  its pipe for ``32 x ops / (lanes per sub-partition)`` cycles, lanes from the ``*_lanes`` parameters
+  (measured per class on the H200 by ``simtc calibrate``): FP32 1 cycle, FP16 1, ALU, IMAD and FlashMLA's
+  fp8/bf16 conversions 2, shuffles 4, MUFU 8; classes measured on separate pipes overlap;
 * a **scoreboard**: a register written by an instruction is ready ``*_latency`` cycles after it issues; a
   block's declared dependent chain (:attr:`simtc.isa.CudaCoreBlock.chain`) takes the sum of its
   instructions' latencies however fast they issue.
@@ -26,9 +27,9 @@ pipes, does not keep the others from issuing).
 
 >>> from simtc.engine.parameters import Timing
 >>> from simtc.isa import CudaCoreBlock
->>> c = block_cost(CudaCoreBlock("dq", (("F2FP.BF16.F32.PACK_AB", 64), ("HMUL2.BF16_V2", 64))), Timing("sm100"))
->>> c.issue, dict(c.pipes), c.bound          # 128 issue cycles; the conversions hold the cvt pipe 8 each
-(128, {'cvt': 512, 'fp16': 64}, 'cvt')
+>>> c = block_cost(CudaCoreBlock("dq", (("F2FP.BF16.F32.PACK_AB", 64), ("MUFU.EX2", 32))), Timing("sm100"))
+>>> c.issue, dict(c.pipes), c.bound          # 96 issue cycles; the conversions hold their pipe 2 each, MUFU 8
+(96, {'cvt': 128, 'mufu': 256}, 'mufu')
 >>> block_cost(CudaCoreBlock("dq", (("F2FP.BF16.F32.PACK_AB", 64),)), Timing("sm100").without("pipe_rates")).duration
 64
 """
@@ -43,20 +44,20 @@ from attrs import frozen
 
 from simtc.engine.calendar import InOrder
 
-__all__ = ["PIPES", "BlockCost", "SubPartition", "block_cost", "class_pipe", "memory_access"]
+__all__ = ["PIPES", "BlockCost", "SubPartition", "block_cost", "block_parameters", "class_pipe", "memory_access"]
 
-PIPES = ("fp32", "fp16", "alu", "mufu", "cvt", "shfl")
-_LANES = {"fp32": "fp32_lanes", "fp16": "fp16_lanes", "alu": "alu_lanes", "mufu": "mufu_lanes",
+PIPES = ("fp32", "fp16", "alu", "imad", "mufu", "cvt", "shfl")
+_LANES = {"fp32": "fp32_lanes", "fp16": "fp16_lanes", "alu": "alu_lanes", "imad": "imad_lanes", "mufu": "mufu_lanes",
           "cvt": "cvt_lanes", "shfl": "shfl_lanes"}
-_LATENCY = {"fp32": "fp32_latency", "fp16": "fp16_latency", "alu": "alu_latency", "mufu": "mufu_latency",
-            "cvt": "cvt_latency", "shfl": "shfl_latency"}
+_LATENCY = {"fp32": "fp32_latency", "fp16": "fp16_latency", "alu": "alu_latency", "imad": "fp32_latency",
+            "mufu": "mufu_latency", "cvt": "cvt_latency", "shfl": "shfl_latency"}
 
 # SASS class prefix -> (pipe, operations per lane relative to the pipe's lane rate); first match wins
 _CLASS_TABLE = (
     ("MUFU", "mufu", 1), ("F2FP", "cvt", 1), ("F2F", "cvt", 1), ("I2F", "cvt", 1), ("F2I", "cvt", 1),
     ("I2I", "cvt", 1), ("FFMA2", "fp32", 2), ("FMUL2", "fp32", 2), ("FADD2", "fp32", 2), ("FFMA", "fp32", 1),
-    ("FMUL", "fp32", 1), ("FADD", "fp32", 1), ("IMAD", "fp32", 2), ("IMUL", "fp32", 2), ("HFMA2", "fp16", 1),
-    ("HADD2", "fp16", 1), ("HMUL2", "fp16", 1), ("HMNMX2", "fp16", 1), ("SHFL", "shfl", 1),
+    ("FMUL", "fp32", 1), ("FADD", "fp32", 1), ("IMAD", "imad", 1), ("IMUL", "imad", 1), ("HFMA2", "fp16", 1),
+    ("HADD2.F32", "fp16", 2), ("HADD2", "fp16", 1), ("HMUL2", "fp16", 1), ("HMNMX2", "fp16", 1), ("SHFL", "shfl", 1),
 )
 _MEM_RE = re.compile(r"^(LDS|STS|LDG|STG|LD|ST)(\.|$)")
 _WIDTH_RE = re.compile(r"\.(128|64|32|16|U8|S8|U16|S16)\b")
@@ -93,6 +94,25 @@ def memory_access(cls: str) -> tuple[str, bool, int] | None:
     width = _WIDTHS[w.group(1)] if w else 4
     space = "smem" if op in ("LDS", "STS") else "gmem"
     return space, op in ("LDS", "LDG", "LD"), width
+
+
+def block_parameters(rec) -> tuple[str, ...]:
+    """The parameters a block's time reads: its classes' pipe rates, the latencies along its chain, the shared-memory
+    port (LDS/STS) and the memory system (LDG/STG)."""
+    out: list[str] = []
+    for cls, _ in rec.counts:
+        mem = memory_access(cls)
+        if mem is None:
+            out.append(_LANES[class_pipe(cls)[0]])
+        elif mem[0] == "smem":
+            out.append("smem_port_bytes_per_cycle")
+        else:
+            out += ["dram_latency", "hbm_bytes_per_cycle", "sm_count", "sm_bytes_per_cycle", "sector_bytes"]
+    for cls, _ in rec.chain:
+        mem = memory_access(cls)
+        out.append(_LATENCY[class_pipe(cls)[0]] if mem is None else ("smem_ld_latency" if mem[0] == "smem"
+                                                                       else "dram_latency"))
+    return tuple(dict.fromkeys(out))
 
 
 @frozen
@@ -161,8 +181,8 @@ def _block_cost(rec, timing) -> BlockCost:
         pipe, ops = class_pipe(cls)
         per_instr = 32 * ops * sps / timing[_LANES[pipe]] if rates else 1
         pipes[pipe] = pipes.get(pipe, 0) + count * per_instr
-    if rec.wavefronts:
-        wavefronts = rec.wavefronts
+    if rec.wavefronts:  # given in 128-byte wavefronts (32 banks x 4 B)
+        wavefronts = math.ceil(rec.wavefronts * 128 / timing["smem_port_bytes_per_cycle"])
     chain = 0.0
     chain_loads = False
     for cls, count in rec.chain:

@@ -6,24 +6,27 @@ scattered rows:
 * **sectors** -- memory moves whole 32-byte sectors (``sector_bytes``): each row costs
   ``ceil(row bytes / 32)`` sectors, so a gather of scattered rows moves more than a tile of the same bytes;
 * **L2 hit** -- a tensor the Engine was told is resident in L2 (``l2_resident``) answers after
-  ``l2_hit_latency`` and takes no HBM bandwidth;
-* **HBM** -- otherwise the sectors cross the SM's share of the chip's HBM bandwidth
-  (``hbm_bytes_per_cycle / active SMs``; every SM of the chip by default, as when a kernel fills the GPU).
+  ``l2_hit_latency``, crossing the SM's link at ``l2_bytes_per_cycle`` (one request alone streams at that
+  rate too), and takes no HBM bandwidth;
+* **HBM** -- otherwise the sectors cross the SM's link at its share of the chip's HBM bandwidth
+  (``hbm_bytes_per_cycle / active SMs``; every SM of the chip by default, as when a kernel fills the GPU), and
+  no faster than one SM can pull (``sm_bytes_per_cycle``).
   The share is a :class:`~simtc.engine.calendar.Calendar`: requests queue behind the bytes booked before
   them, so latency grows with the bytes in flight (a deterministic queue). The last byte arrives
   ``dram_latency`` after it crossed the link, and no sooner than the request streams alone at its own
   rate (``request_bytes_per_cycle``): ``max(t + bytes / rate, link end) + dram_latency``.
 
-Unloaded, a request of ``b`` bytes takes ``dram_latency + b / request_bytes_per_cycle`` cycles: the line
-fitted through the B200's single cold TMA loads (timing.md §4). With the ``memory`` mechanism off every
-request takes that unloaded time and no bandwidth is shared.
+Unloaded, a request of ``b`` bytes takes ``dram_latency + b / request_bytes_per_cycle`` cycles: on the
+H200 the line through a pointer chase of dependent bulk copies of 64 to 2,048 bytes
+(``tests/data/h200_memory_latency.json``). With the ``memory`` mechanism off every request takes that
+unloaded time and no bandwidth is shared.
 
 >>> from simtc.engine.parameters import Timing
 >>> m = MemorySystem(Timing("sm100"))
->>> m.request(0, 2048)                       # 1802 + 2048 / 16.7
-1925
+>>> m.request(0, 2048)                       # 691 + 2048 / 16.7
+814
 >>> [m.request(0, 512) for _ in range(3)]     # three more queue behind it on the SM's 24.8 B/cycle share
-[1906, 1927, 1948]
+[795, 816, 837]
 """
 
 from __future__ import annotations
@@ -38,13 +41,14 @@ __all__ = ["MemorySystem"]
 class MemorySystem:
     """L2 + HBM for one SM (see the module text)."""
 
-    __slots__ = ("active_sms", "dram_latency", "enabled", "l2_latency", "l2_resident", "link", "rate", "sector",
-                 "share")
+    __slots__ = ("active_sms", "dram_latency", "enabled", "l2_latency", "l2_rate", "l2_resident", "link", "rate",
+                 "sector", "share")
 
     def __init__(self, timing, active_sms: int | None = None, l2_resident=()):
         self.enabled = timing.enabled("memory")
         self.active_sms = int(active_sms or timing["sm_count"])
-        self.share = timing["hbm_bytes_per_cycle"] / self.active_sms
+        self.share = min(timing["hbm_bytes_per_cycle"] / self.active_sms, timing["sm_bytes_per_cycle"])
+        self.l2_rate = timing["l2_bytes_per_cycle"]
         self.rate = timing["request_bytes_per_cycle"]
         self.dram_latency = timing["dram_latency"]
         self.l2_latency = timing["l2_hit_latency"]
@@ -61,7 +65,11 @@ class MemorySystem:
     def request(self, t: int, nbytes: int, rows: int = 1, tensor: str = "", write: bool = False) -> int:
         """Issue a request at cycle ``t``; returns the cycle its last byte arrives (a write: leaves the SM)."""
         if tensor and tensor in self.l2_resident:
-            return t + math.ceil(self.l2_latency + nbytes / self.rate)
+            own = nbytes / self.l2_rate
+            if not self.enabled:
+                return t + math.ceil(self.l2_latency + own)
+            end = self.link.book(t, max(1, math.ceil(self.sectors_bytes(nbytes, rows) / self.l2_rate)))
+            return math.ceil(max(t + own, end) + self.l2_latency)
         own = nbytes / self.rate
         if not self.enabled:
             return t + math.ceil(self.dram_latency + own)

@@ -35,8 +35,10 @@ SMEM_ASYNC_READERS = frozenset((K_MMA, K_CP, K_WGMMA, K_TMA_STORE))
 
 
 def per_warp(kind: int, rec) -> bool:
-    """Whether a record's footprint depends on the executing warp (TMEM quadrant; warp_offsets; warp_ids)."""
-    return kind in (K_LD, K_ST) or bool(getattr(rec, "warp_offsets", ()) or getattr(rec, "warp_ids", ()))
+    """Whether a record's footprint depends on the executing warp (TMEM quadrant; warp_offsets; warp_ids;
+    a store issued by one warp of the role)."""
+    return (kind in (K_LD, K_ST) or bool(getattr(rec, "warp_offsets", ()) or getattr(rec, "warp_ids", ()))
+            or getattr(rec, "issuing_warp", None) is not None)
 
 
 class Op:

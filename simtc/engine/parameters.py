@@ -141,11 +141,26 @@ def _table(*rows: tuple) -> Mapping[str, Parameter]:
     return MappingProxyType({p.name: p for p in params})
 
 
-def _cuda_core_rows(arch: str) -> tuple[tuple, ...]:
-    """The CUDA-core rows (issue, pipes, latencies): the same mechanisms on both architectures."""
-    doc = "documented" if arch == "sm90" else "assumed"
-    ref = _CUDA_TABLE if arch == "sm90" else f"{_SM90_EQUAL} ({_CUDA_TABLE})"
-    fgs = _FGS_B200 if arch == "sm100" else _FGS_H100
+_H200_LAT = ("tests/data/h200_memory_latency.json (simtc calibrate --only memory_latency on an NVIDIA H200, 1,980 MHz, "
+             "2026-12-01; simtc.engine.calibration.H200)")
+_H200_LAT_HBM = ("one thread's LDG.E.64.STRONG.GPU pointer chase through a 4 GiB pool (random lines, TLB warmed, "
+                 "none in L2): 691 cycles per dependent load, the unloaded round trip of a request that misses L2; a "
+                 "cp.async.bulk chase of 64-B rows through the same pool steps 432 cycles slower than through an "
+                 "L2-resident one (771 vs 339), as dram_latency - l2_hit_latency = 442 predicts")
+_H200 = ("tests/data/h200_calibration.json (simtc calibrate on an NVIDIA H200, 1,980 MHz, 2026-12-01; "
+         "simtc.engine.calibration.H200)")
+
+
+def _shared_rows(arch: str) -> tuple[tuple, ...]:
+    """Rows of the mechanisms both generations share (CUDA cores, shared-memory latency, named barriers, fences):
+    measured on the H200 (sm90); on sm100 the same values, assumed equal (no B200 measurement of them)."""
+    sm90 = arch == "sm90"
+    lab = "measured" if sm90 else "assumed"
+    der = "derived" if sm90 else "assumed"
+
+    def src(text: str) -> str:
+        return f"{text} ({_H200})" if sm90 else f"measured on the H200 (sm90), assumed equal on sm100: {text} ({_H200})"
+
     return (
         ("sub_partitions", 4, "per SM", "documented", _WHITEPAPER, ("issue",)),
         ("issue_per_sub_partition", 1, "warp-instructions/cycle", "documented", _WHITEPAPER, ("issue",)),
@@ -153,41 +168,61 @@ def _cuda_core_rows(arch: str) -> tuple[tuple, ...]:
          "a CUDA-core block issues in slices of this many warp-instructions, so that warps sharing a sub-partition "
          "interleave (the scheduler picks a ready warp every cycle; simtc takes turns per slice: the error is at "
          "most one slice's duration per switch)", ("issue",)),
-        ("fp32_lanes", 128, "lanes/SM", doc,
-         f"{ref}: 32-bit floating-point add, multiply, multiply-add 128 results per clock per SM (FFMA/FMUL/FADD: one "
-         f"warp-instruction per cycle per sub-partition; packed FFMA2/FMUL2/FADD2 do 2 per lane: 2 cycles); "
-         f"{_NCU_PIPES}", ("issue",)),
-        ("fp16_lanes", 128, "lanes/SM", doc,
-         f"{ref}: 16-bit floating-point add, multiply, multiply-add 256 results per clock per SM = 128 lanes of "
-         "packed x2 instructions (HADD2/HMUL2/HFMA2, also .F32 and .BF16_V2 forms); FlashMLA's Hopper deep dive "
-         "(docs/20250929-hopper-fp8-sparse-deep-dive.md) uses the same 1/256 per value", ("issue",)),
-        ("alu_lanes", 64, "lanes/SM", doc,
-         f"{ref}: 32-bit integer add / compare / min / max / bitwise 64 per clock per SM (ALU pipe: FMNMX, FSEL, "
-         "FSETP, IADD3, LOP3, SHF, ISETP, SEL, PRMT, MOV, VOTE and the unlisted remainder 'other'); IMAD and IMUL "
-         "(32-bit integer multiply-add, 64 per clock) issue to the FMA pipe at half rate", ("issue",)),
-        ("mufu_lanes", 16, "lanes/SM", doc,
-         f"{ref}: 32-bit floating-point reciprocal, reciprocal square root, log2, exp2, sine, cosine 16 per clock "
-         "per SM (MUFU.*)", ("issue",)),
-        ("cvt_lanes", 16, "lanes/SM", doc,
-         f"{ref}: 'all other type conversions' 16 per clock per SM (F2F, F2FP, I2F, F2I; FlashMLA's fp8 -> bf16 "
-         "dequant is F2FP); which rate F2FP.*.UNPACK_B / PACK_AB really run at is a question for a measurement",
+        ("fp32_lanes", 128, "lanes/SM", lab,
+         src("FFMA, FMUL, FADD one warp-instruction per 0.99 cycles per sub-partition with 4 warps on each = 128 "
+             f"lanes per SM, as documented ({_CUDA_TABLE}); packed FFMA2/FMUL2/FADD2 (sm100) do 2 per lane"),
          ("issue",)),
-        ("shfl_lanes", 32, "lanes/SM", doc, f"{ref}: warp shuffle 32 per clock per SM (SHFL.*)", ("issue",)),
-        ("fp32_latency", 4, "cycles", "assumed", f"FP32 add/mul/fma dependent latency ({fgs})", ("issue",)),
-        ("fp16_latency", 4, "cycles", "assumed", "packed 16-bit dependent latency: no figure; taken equal to FP32",
+        ("fp16_lanes", 128, "lanes/SM", lab,
+         src("HFMA2, HADD2, HMUL2.BF16_V2 one per 1.00 cycle per sub-partition (ptxas issues half of them as the "
+             ".MMA forms); HADD2.F32, the f16 -> f32 conversion, at half that rate (2.00)"), ("issue",)),
+        ("alu_lanes", 64, "lanes/SM", lab,
+         src("FMNMX, FSEL, LOP3, IADD3 one per 2.0 cycles per sub-partition; FMNMX and FFMA interleaved 1.99 cycles "
+             "per pair: separate pipes"), ("issue",)),
+        ("imad_lanes", 64, "lanes/SM", lab,
+         src("IMAD one per 2.0 cycles per sub-partition; IMAD and FFMA interleaved 2.12 cycles per pair: a pipe of "
+             "its own"), ("issue",)),
+        ("cvt_lanes", 64, "lanes/SM", lab,
+         src("F2FP.F16.E4M3.UNPACK_B 2.01 and F2FP.BF16.F32.PACK_AB 2.00 cycles per sub-partition, 4.00 interleaved "
+             "(one pipe), 2.01 beside FFMA and 8.0 beside MUFU.EX2 (neither of those pipes): 4x the 16 per clock "
+             f"per SM the CUDA table gives 'all other type conversions' ({_CUDA_TABLE})"), ("issue",)),
+        ("mufu_lanes", 16, "lanes/SM", lab,
+         src(f"MUFU.EX2, MUFU.RCP one per 8.0 cycles per sub-partition ({_CUDA_TABLE}: 16 per clock per SM)"),
          ("issue",)),
-        ("alu_latency", 4, "cycles", "assumed", "integer/logic dependent latency: no figure; taken equal to FP32",
+        ("shfl_lanes", 32, "lanes/SM", lab, src("SHFL.BFLY one per 4.0 cycles per sub-partition"), ("issue",)),
+        ("fp32_latency", 4, "cycles", lab, src("FFMA dependent chain: 4 cycles per instruction; IMAD the same"),
          ("issue",)),
-        ("mufu_latency", 18 if arch == "sm100" else 18.91, "cycles",
-         "assumed" if arch == "sm100" else "measured",
-         f"MUFU.EX2 dependent chain ({fgs}{'' if arch == 'sm100' else '; measured there as 18.91 cycles on an H100'})",
+        ("fp16_latency", 8, "cycles", lab, src("HFMA2 dependent chain: 8 cycles (the .MMA forms included)"),
          ("issue",)),
-        ("cvt_latency", 6, "cycles", "assumed",
-         "type-conversion dependent latency: no figure; taken as the FP32 latency plus a 2-cycle transfer to the "
-         "conversion unit", ("issue",)),
-        ("shfl_latency", 24, "cycles", "assumed",
-         "warp shuffle dependent latency: no figure for this generation; about a shared-memory load's latency "
-         "(shuffles go through the same load/store path)", ("issue",)),
+        ("alu_latency", 4, "cycles", lab, src("FMNMX, LOP3, IADD3 dependent chains: 4 cycles"), ("issue",)),
+        ("cvt_latency", 4, "cycles", lab, src("F2FP.*.UNPACK_B / PACK_AB dependent chains: 4 cycles (HADD2.F32: 5)"),
+         ("issue",)),
+        ("mufu_latency", 17, "cycles", lab, src("MUFU.EX2 / MUFU.RCP dependent chains: 17 cycles"), ("issue",)),
+        ("shfl_latency", 24, "cycles", lab, src("SHFL.BFLY dependent chain: 24 cycles"), ("issue",)),
+        ("smem_ld_latency", 23, "cycles", lab,
+         src("LDS.32 pointer chase: 23 cycles per dependent load (an ld.shared's register is ready this long after "
+             "its data left the port)"), ("shared-memory port",)),
+        ("named_barrier_release", 11, "cycles", der,
+         src("bar.sync in a loop: 20 / 28 / 36 cycles per barrier for 128 / 256 / 384 threads = 1 issue cycle + "
+             "11 + 2 per participating warp; this is the 11"), ("named barrier",)),
+        ("named_barrier_per_warp", 2, "cycles per warp", der,
+         src("the same line's slope: the release comes 2 cycles later per participating warp"), ("named barrier",)),
+        ("proxy_fence", 9, "cycles", lab, src("fence.proxy.async.shared::cta by one warp: 9.0 cycles per fence "
+                                              "(MEMBAR.ALL.CTA + FENCE.VIEW.ASYNC.S)"), ("issue",)),
+        ("mbarrier_try_wait", 45, "cycles", der,
+         src("two warps waking each other through mbarriers: 74.75 cycles one way = 1 issue + mbarrier_arrive + the "
+             "wait; with the arrive's assumed 29, the waiter sees a completed phase 45 cycles after it completes"),
+         ("mbarrier", "mma model")),
+        ("sm_bytes_per_cycle", 34, "B/cycle", lab,
+         src("one SM pulling scattered 656-byte rows from a 4 GiB pool with cp.async.bulk, 4-8 blocks in flight: "
+             "34.4 / 34.3 B/cycle (the SM's own limit; the chip's share binds when many SMs run)"),
+         ("memory system",)),
+        ("l2_bytes_per_cycle", 44.6, "B/cycle", lab,
+         src("the same from an 8 MiB pool (L2-resident): 44.6 B/cycle per SM"), ("memory system",)),
+        ("l2_hit_latency", 249, "cycles", der,
+         src("a 16-byte cp.async.bulk of L2-resident data, issue to the issuing warp's wake: 296 cycles = 1 issue + "
+             "the L2 round trip + 1 port cycle + mbarrier_try_wait 45; a bulk chase through an L2-resident pool steps "
+             "339 cycles, 43 more (the chase's LDS of the next address, 23, and its move to uniform registers)"),
+         ("memory system",)),
     )
 
 
@@ -213,9 +248,6 @@ _SM100 = _table(
     ("commit_arrive", 29, "cycles", "assumed",
      f"tcgen05.commit -> mbarrier arrive taken as one mbarrier arrive (29 cycles, {_FGS_B200}); commit visibility on "
      "B200 is unknown (timing.md §6)", ("mbarrier", "mma model")),
-    ("mbarrier_try_wait", 32, "cycles", "assumed",
-     f"mbarrier try_wait without hint, provisional ({_FGS_B200}); the warp observes a completed phase this long after "
-     "it completes", ("mbarrier", "mma model")),
     ("mma_min_ii", 9, "cycles", "derived",
      f"{_KZ_REUSE}: TS 32x64 reuse, a of a + b/D = 9.0 (E4M3 depths 256/512; 9.17 at F4 depth 1,024) above its N/8 = 8 "
      "compute time: a per-MMA front-end floor", _TP),
@@ -244,9 +276,6 @@ _SM100 = _table(
      "TMEM bandwidth is unknown (timing.md §6): one 32-lane x 32-bit column (128 B) per cycle assumed",
      ("tmem path",)),
     # -- shared memory -------------------------------------------------------------------------------
-    ("smem_ld_latency", 19, "cycles", "assumed",
-     f"shared-memory load pipeline ({_FGS_B200}): an ld.shared's register is ready this long after its data left "
-     "the port", ("shared-memory port",)),
     ("smem_st_visibility", 4, "cycles", "assumed",
      f"a shared store is visible to a barrier 4 cycles after leaving the load/store path ({_FGS_B200}): an arrival "
      "after stores counts only once they are visible", ("shared-memory port",)),
@@ -260,15 +289,15 @@ _SM100 = _table(
      "148 SMs; the SM's share of HBM is hbm_bytes_per_cycle / sm_count when every SM runs", ("memory system",)),
     ("hbm_bytes_per_cycle", 3674, "B/cycle (chip)", "derived",
      f"7.22 TB/s measured ({_SA_TPUT}) / 1.965 GHz (the SM clock SemiAnalysis converts with)", ("memory system",)),
-    ("dram_latency", 1802, "cycles", "derived",
-     f"intercept of a least-squares line through the cold single loads of {_SA_TMA} (residuals up to ±820 cycles): "
-     "issue to first data of a request that misses L2, unloaded (cold: TLB and DRAM page misses included)",
+    ("dram_latency", 691, "cycles", "assumed",
+     f"measured on the H200 (sm90), assumed equal on sm100: {_H200_LAT_HBM} ({_H200_LAT}). The one B200 figure, the "
+     f"intercept of a line through the cold single loads of {_SA_TMA} (1,802 cycles, residuals up to ±820), times a "
+     "first touch (TLB and DRAM page misses) that a running kernel's stream of loads does not pay on every request",
      ("memory system",)),
     ("request_bytes_per_cycle", 16.7, "B/cycle", "derived",
-     f"slope of the same fit (0.0600 cycles per byte): the rate one request streams at when it is alone ({_SA_TMA})",
+     "slope of the same B200 fit (0.0600 cycles per byte): the rate one request streams at when it is alone "
+     f"({_SA_TMA})",
      ("memory system",)),
-    ("l2_hit_latency", 264, "cycles", "assumed",
-     f"{_SM90_EQUAL}: 264 cycles (150 ns) measured for an L2 hit on an H800 ({_HPMLL})", ("memory system",)),
     ("sector_bytes", 32, "B", "documented",
      f"{_SECTOR}; a scattered row of b bytes moves ceil(b / 32) sectors", ("memory system",)),
     # -- barriers ------------------------------------------------------------------------------------
@@ -276,19 +305,18 @@ _SM100 = _table(
      f"mbarrier arrive (arrive_tx shared write) lands this long after issue ({_FGS_B200})", ("mbarrier",)),
     ("named_barrier_arrive", 18, "cycles", "assumed",
      f"bar.arrive: the arriving warp resumes 18 cycles after its arrive ({_FGS_B200})", ("named barrier",)),
-    ("named_barrier_release", 24, "cycles", "assumed",
-     f"an arrival is visible after 24 cycles ({_FGS_B200}): the waiters of bar.sync are released this long after "
-     "the last arrival", ("named barrier",)),
     # -- CUDA cores ----------------------------------------------------------------------------------
-    *_cuda_core_rows("sm100"),
+    *_shared_rows("sm100"),
 )
 
 # sm90: the wgmma rows are calibrated on our H200 measurements (simtc crosscheck's wgmma timing microbenchmark; the
 # rows, device, driver, date and command are in tests/data/h200_wgmma_timing.json and tests/data/README_h200.md).
 _SM90 = _table(
-    ("smem_port_bytes_per_cycle", 128, "B/cycle", "derived",
-     f"SS wgmma II = (A + B bytes) / 128 for N < 64 (16 + N/4 cycles at bf16 m64nNk16), {_H200_WGMMA}; the one "
-     "shared-memory bandwidth every reader and writer of the SM draws from", ("shared-memory port", "mma model")),
+    ("smem_port_bytes_per_cycle", 128, "B/cycle", "measured",
+     f"LDS/STS of 32, 64, 128 bits without bank conflicts: 127.5-128.3 B/cycle per SM ({_H200}); SS wgmma II = "
+     f"(A + B bytes) / 128 for N < 64 ({_H200_WGMMA}); an SS wgmma chain kept its pace beside LDS.128 streams, which "
+     "took 33.5 B/cycle of what it left: the one shared-memory bandwidth every reader and writer draws from",
+     ("shared-memory port", "mma model")),
     ("wgmma_flop_per_cycle", 4096, "FLOP/cycle", "derived",
      "dense bf16 peak per SM: 989 TFLOP/s / (132 SMs x 1.83 GHz) (NVIDIA H100 SXM datasheet); II = N/2 for "
      f"N >= 64 on the H200 ({_H200_WGMMA})", _TP),
@@ -302,34 +330,29 @@ _SM90 = _table(
     ("wgmma_max_outstanding", 8, "wgmma", "assumed",
      f"wgmma a warp may have in flight before its issue stalls ({_FGS_H100}: per accumulator chain)",
      ("tensor pipe",)),
-    ("smem_ld_latency", 29, "cycles", "assumed",
-     f"shared-memory latency ({_FGS_H100}): an ld.shared's register is ready this long after its data left the port",
-     ("shared-memory port",)),
     ("smem_st_visibility", 4, "cycles", "assumed",
      f"a shared store is visible to a barrier 4 cycles after leaving the load/store path (the B200 value of "
      f"{_FGS_B200}; no Hopper figure)", ("shared-memory port",)),
-    ("tma_issue_gap", 32, "cycles", "assumed", f"≈ 33 measured there ({_FGS_H100})", ("copy engine",)),
+    ("tma_issue_gap", 33, "cycles", "measured",
+     f"64 one-row cp.async.bulk issued by one thread took 2,113 cycles from HBM and 2,106 from L2: 33 cycles per "
+     f"instruction, whatever the memory ({_H200}); FlashGPU-Sim's H100 figure is ≈ 33 too ({_FGS_H100})",
+     ("copy engine",)),
     ("sm_count", 132, "SMs", "documented", "NVIDIA H200 SXM: 132 SMs (the H100 SXM5 configuration; datasheet)",
      ("memory system",)),
-    ("hbm_bytes_per_cycle", 2424, "B/cycle (chip)", "derived",
-     "4.8 TB/s (NVIDIA H200 datasheet) / 1.98 GHz (the H200's maximum SM clock, seen under load by nvidia-smi)",
-     ("memory system",)),
-    ("dram_latency", 600, "cycles", "assumed",
-     f"no H200 figure: between the measured L2 hit (264 cycles) and the random-access TMA latency (≈ 365 cycles, "
-     f"flat over the footprint) of {_HPMLL} and a DRAM page miss", ("memory system",)),
-    ("request_bytes_per_cycle", 32, "B/cycle", "assumed",
-     "no Hopper figure for one request's own streaming rate: 32 B/cycle (one sector per cycle) assumed",
-     ("memory system",)),
-    ("l2_hit_latency", 264, "cycles", "measured", f"150 ns at 1,755 MHz, pointer chase ({_HPMLL})",
+    ("hbm_bytes_per_cycle", 1931, "B/cycle (chip)", "measured",
+     f"scattered 656-byte rows by cp.async.bulk from a 4 GiB pool, 132 SMs with 4 blocks in flight each: 3,823 GB/s "
+     f"/ 1,980 MHz ({_H200}); the datasheet's 4.8 TB/s is the peak of streaming access", ("memory system",)),
+    ("dram_latency", 691, "cycles", "measured",
+     f"{_H200_LAT_HBM} ({_H200_LAT})", ("memory system",)),
+    ("request_bytes_per_cycle", 20.8, "B/cycle", "derived",
+     "a cp.async.bulk pointer chase over the same pool, rows of 64 / 512 / 2,048 B: 771 / 832 / 879 cycles per step, "
+     f"least squares 785 + 0.048 per byte: one request alone streams at 1 / 0.048 = 20.8 B/cycle ({_H200_LAT})",
      ("memory system",)),
     ("sector_bytes", 32, "B", "documented", f"{_SECTOR}", ("memory system",)),
     ("mbarrier_arrive", 29, "cycles", "assumed", f"mbarrier arrive ({_FGS_H100})", ("mbarrier",)),
-    ("mbarrier_try_wait", 32, "cycles", "assumed", f"mbarrier try_wait ({_FGS_H100})", ("mbarrier",)),
     ("named_barrier_arrive", 2, "cycles", "assumed", f"named CTA barrier issue interval ({_FGS_H100})",
      ("named barrier",)),
-    ("named_barrier_release", 15, "cycles", "assumed", f"release after the last arrival ({_FGS_H100})",
-     ("named barrier",)),
-    *_cuda_core_rows("sm90"),
+    *_shared_rows("sm90"),
 )
 
 PARAMETERS: Mapping[str, Mapping[str, Parameter]] = MappingProxyType({"sm100": _SM100, "sm90": _SM90})

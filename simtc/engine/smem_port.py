@@ -9,19 +9,18 @@ Every reader and writer draws from it, each in whole cycles:
 * the copy engine -- TMA loads write their bytes when they arrive; TMA stores and bulk copies read theirs.
 
 The port is a :class:`~simtc.engine.calendar.Calendar`, so a transfer booked ahead (an MMA behind others,
-a TMA's data still in flight) keeps its cycles and later requests use the free ones around it. A warp's
-``ld.shared`` / ``st.shared`` (and the LDS/STS of a block) is served at once, between the beats of a long
-stream, and the stream moves back by its wavefronts (:meth:`~simtc.engine.calendar.Calendar.cut_in`): the
-port arbitrates cycle by cycle, so a one-wavefront load does not wait for an MMA's whole operand read. With the
+a TMA's data still in flight) keeps its cycles and later requests use the free ones around it. An operand
+stream keeps its pace while warps load and store around it: on the H200, an SS ``wgmma`` chain reading
+80 B/cycle ran at the same 128 cycles per instruction with LDS.128 streams beside it, which got 33 B/cycle
+(``tests/data/h200_calibration.json``, ``shared_memory.wgmma_lds``) -- the tensor core's reads come first,
+the warps' ld/st.shared take the cycles left. With the
 ``shared_port`` mechanism off each kind of consumer (``"ldst"``, ``"tensor"``, ``"copy"``) has a port of its
 own: nothing meets (the model before one shared bandwidth).
 
 >>> from simtc.engine.parameters import Timing
 >>> p = SharedMemoryPort(Timing("sm100"))
->>> p.cycles(10240), p.transfer(0, 80, "tensor"), p.transfer(10, 4, "ldst")   # an ld.shared cuts in
-(80, 80, 14)
->>> p.transfer(0, 8, "copy")                    # the MMA's stream moved back by 4: the port is free from 84
-92
+>>> p.cycles(10240), p.transfer(0, 80, "tensor"), p.transfer(10, 4, "ldst")   # an ld.shared waits its turn
+(80, 80, 84)
 >>> q = SharedMemoryPort(Timing("sm100").without("shared_port"))
 >>> q.transfer(0, 80, "tensor"), q.transfer(0, 4, "ldst")
 (80, 4)
@@ -41,7 +40,7 @@ CONSUMERS = ("ldst", "tensor", "copy")
 class SharedMemoryPort:
     """One bandwidth for the SM (or one per consumer kind, with the ``shared_port`` mechanism off)."""
 
-    __slots__ = ("bytes_per_cycle", "calendars", "shared", "spans_of")
+    __slots__ = ("bytes_per_cycle", "calendars", "shared")
 
     def __init__(self, timing):
         self.bytes_per_cycle = timing["smem_port_bytes_per_cycle"]
@@ -57,10 +56,7 @@ class SharedMemoryPort:
         return math.ceil(nbytes / self.bytes_per_cycle)
 
     def transfer(self, t: int, cycles: int, consumer: str, who: int = -1) -> int:
-        """Book ``cycles`` of the port from cycle ``t`` for ``consumer``; returns the cycle the transfer ends.
-        ``"ldst"`` requests cut in at ``t``; the others take the first free cycles."""
-        if consumer == "ldst":
-            return self.calendars[consumer].cut_in(t, cycles, who)
+        """Book ``cycles`` of the port from cycle ``t`` for ``consumer``; returns the cycle the transfer ends."""
         return self.calendars[consumer].book(t, cycles, who)
 
     @property

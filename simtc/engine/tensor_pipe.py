@@ -20,8 +20,8 @@ With the ``tensor_pipe`` mechanism off every instruction of the pipe completes w
 ...          InstrDescriptor(kind="f16", m=64, n=128, a_format="bf16", b_format="bf16"), True, ws=True)
 >>> t = Timing("sm100")
 >>> pipe = TensorPipe(t, SharedMemoryPort(t))
->>> [pipe.mma(0, qk) for _ in range(3)]     # (enters, completes): II 44, completion 1 + stream 32 + drain 42
-[(1, 75), (45, 119), (89, 163)]
+>>> [(f.start, f.done) for f in (pipe.mma(0, qk) for _ in range(3))]  # II 44; 1 + stream 32 + drain 29
+[(1, 62), (45, 106), (89, 150)]
 """
 
 from __future__ import annotations
@@ -32,7 +32,16 @@ import math
 from simtc.engine import timing as tm
 from simtc.engine.calendar import InOrder
 
-__all__ = ["TensorPipe", "mma_spec_of"]
+__all__ = ["Flight", "TensorPipe", "mma_spec_of"]
+
+
+class Flight:
+    """One instruction on the tensor pipe: when it entered, when its operand stream ends and when it completes."""
+
+    __slots__ = ("done", "port_end", "start")
+
+    def __init__(self, start: int, port_end: int, done: int):
+        self.start, self.port_end, self.done = start, port_end, done
 
 
 def _collector_usage(rec, prev) -> str:
@@ -93,12 +102,12 @@ class TensorPipe:
         self.prev = None
         self.cp_fixed = timing["tcgen05_cp_fixed"] if timing.arch == "sm100" else 0
 
-    def mma(self, t: int, rec, who: int = -1) -> tuple[int, int]:
-        """Issue an MMA record at cycle ``t``: ``(cycle it enters the pipe, cycle it completes)``."""
+    def mma(self, t: int, rec, who: int = -1) -> Flight:
+        """Issue an MMA record at cycle ``t``; its :class:`Flight` (enters the pipe, operands streamed, completes)."""
         spec = mma_spec_of(rec, self.prev)
         self.prev = rec
         if not self.enabled:
-            return t, t
+            return Flight(t, t, t)
         issue, ii, port_nominal, book, done = _mma_cost(spec, self.timing)
         start = self.server.start(t + issue)
         port_end = self.port.transfer(start, book, "tensor", who)
@@ -106,17 +115,17 @@ class TensorPipe:
         occ = max(ii, port_bound)
         self.server.take(start, occ, who)
         late = max(0, port_bound - port_nominal)
-        return start, t + done + (start - t - issue) + late
+        return Flight(start, port_end, start - issue + done + late)
 
-    def cp(self, t: int, nbytes: int, who: int = -1) -> tuple[int, int]:
-        """Issue a ``tcgen05.cp`` of ``nbytes`` at ``t``: ``(enters, completes)``."""
+    def cp(self, t: int, nbytes: int, who: int = -1) -> Flight:
+        """Issue a ``tcgen05.cp`` of ``nbytes`` at ``t``; its :class:`Flight`."""
         if not self.enabled:
-            return t, t
+            return Flight(t, t, t)
         issue = self.timing["mma_issue"]
         start = self.server.start(t + issue)
         end = self.port.transfer(start, self.port.cycles(nbytes), "tensor", who)
         self.server.take(start, end - start, who)
-        return start, end + self.cp_fixed
+        return Flight(start, end, end + self.cp_fixed)
 
     @property
     def busy(self) -> int:

@@ -25,7 +25,7 @@ class Warp:
     """One warp of a role (or its one elected thread) and its timing state."""
 
     __slots__ = ("bulk_groups", "bulk_open", "busy", "done", "finished_at", "idx", "last_ev", "ld_last", "ops", "pc",
-                 "proc", "ready", "role", "sp", "st_last", "store_visible", "tc_last", "tc_last_ev", "threads",
+                 "proc", "ready", "role", "sp", "st_last", "store_visible", "tc", "tc_last_ev", "threads",
                  "wait_since", "waited", "waiting_on", "warp", "wg_count", "wg_groups", "wg_inflight", "wg_open")
 
     def __init__(self, idx: int, role: str, warp: int, threads: int, ops: list, sp):
@@ -37,7 +37,7 @@ class Warp:
         self.busy = self.waited = 0
         self.last_ev = -1
         self.ready: dict[str, int] = {}  # register -> cycle its value is ready (the scoreboard)
-        self.tc_last = 0  # completion of the latest asynchronous tcgen05 / wgmma operation issued
+        self.tc: list = []  # Flights of its asynchronous tcgen05 operations that may still be in flight
         self.tc_last_ev = -1
         self.ld_last = self.st_last = 0
         self.store_visible = 0  # when this warp's shared-memory stores are visible to a barrier
@@ -53,6 +53,11 @@ class Warp:
     @property
     def name(self) -> str:
         return f"{self.role}[w{self.warp}]"
+
+    def tc_flights(self, now: int) -> list:
+        """Its tensor-pipe instructions not yet complete at ``now`` (what a ``tcgen05.commit`` tracks)."""
+        self.tc = [f for f in self.tc if f.done > now]
+        return list(self.tc)
 
     def block(self, eng, i: int, what: str) -> None:
         """Start waiting (trace event ``wait``)."""

@@ -12,7 +12,7 @@ from typing import ClassVar
 
 from attrs import field, frozen
 
-from simtc.isa.base import Instr, as_int, as_int_tuple, fail, is_str, name_str, nonneg, register
+from simtc.isa.base import Instr, as_int, as_int_tuple, as_opt_int, fail, is_str, name_str, nonneg, register
 from simtc.isa.footprint import Footprint, SmemRange
 
 __all__ = ["BulkCommitGroup", "BulkWaitGroupRead", "CpAsyncBulk", "CpAsyncBulkTensor", "CpAsyncBulkTensorStore"]
@@ -25,6 +25,27 @@ def _bytes16(inst, attribute, value) -> None:
     if value <= 0 or value % 16:
         fail(f"{inst.op}: {attribute.name} = {value} must be a positive multiple of 16 bytes",
              rule="bulk copies move multiples of 16 bytes", ref=_REF_B)
+
+
+def _warp_in_group(inst, attribute, value) -> None:
+    if value is not None and not 0 <= value <= 3:
+        fail(f"{inst.op}: issuing_warp = {value}: the warp's index in its warpgroup, 0-3 (or None: every warp)",
+             rule="a store issued by one warp of a warpgroup role names it by warp % 4")
+
+
+class _OneWarp:
+    """Stores a warpgroup role issues from one of its warps (``if (warp_idx == k) { elect; store }``)."""
+
+    issuing_warp: int | None
+
+    def issued_by(self, warp: int) -> bool:
+        """Whether warp ``warp`` issues this store (every warp when ``issuing_warp`` is None)."""
+        return self.issuing_warp is None or warp % 4 == self.issuing_warp
+
+    def footprint(self, warp: int = 0) -> Footprint:
+        if not self.issued_by(warp):
+            return Footprint()
+        return Footprint(smem_reads=(SmemRange(self.src, self.src + self.nbytes),), proxy="async")
 
 
 def _align16(inst, attribute, value) -> None:
@@ -119,8 +140,11 @@ class CpAsyncBulkTensor(Instr):
 
 @register
 @frozen
-class CpAsyncBulkTensorStore(Instr):
-    """``cp.async.bulk.tensor.<n>d.global.shared::cta.tile.bulk_group [tensor, {coords}], [src];`` (TMA store)."""
+class CpAsyncBulkTensorStore(_OneWarp, Instr):
+    """``cp.async.bulk.tensor.<n>d.global.shared::cta.tile.bulk_group [tensor, {coords}], [src];`` (TMA store).
+
+    ``issuing_warp``: in a role of several warps, the one (by ``warp % 4``) whose elected thread issues the store;
+    the role's other warps skip it (None: every warp issues it)."""
 
     op: ClassVar[str] = "cp.async.bulk.tensor.store"
     opcode: ClassVar[str] = "cp.async.bulk.tensor"
@@ -130,6 +154,7 @@ class CpAsyncBulkTensorStore(Instr):
     nbytes: int = field(converter=as_int, validator=_bytes16)
     tensor: str = field(default="", validator=is_str)
     coords: tuple[int, ...] = field(default=(), converter=as_int_tuple, metadata={"codec": "tuple"})
+    issuing_warp: int | None = field(default=None, converter=as_opt_int, validator=_warp_in_group)
 
     def __attrs_post_init__(self) -> None:
         if self.coords and not 1 <= len(self.coords) <= 5:
@@ -140,14 +165,12 @@ class CpAsyncBulkTensorStore(Instr):
         dim, dst = _coords_str(self.tensor, self.coords)
         return f"cp.async.bulk.tensor.{dim}.global.shared::cta.tile.bulk_group {dst}, [{self.src:#x}];"
 
-    def footprint(self, warp: int = 0) -> Footprint:
-        return Footprint(smem_reads=(SmemRange(self.src, self.src + self.nbytes),), proxy="async")
-
 
 @register
 @frozen
-class CpAsyncBulk(Instr):
-    """``cp.async.bulk.global.shared::cta.bulk_group [dst], [src], nbytes;`` (shared -> global bulk copy)."""
+class CpAsyncBulk(_OneWarp, Instr):
+    """``cp.async.bulk.global.shared::cta.bulk_group [dst], [src], nbytes;`` (shared -> global bulk copy);
+    ``issuing_warp`` as for :class:`CpAsyncBulkTensorStore`."""
 
     op: ClassVar[str] = "cp.async.bulk"
     opcode: ClassVar[str] = "cp.async.bulk"
@@ -157,12 +180,10 @@ class CpAsyncBulk(Instr):
     nbytes: int = field(converter=as_int, validator=_bytes16)
     dst: str = field(default="", validator=is_str)
     """The global destination, by name (e.g. ``"o_accum[row 5]"``)."""
+    issuing_warp: int | None = field(default=None, converter=as_opt_int, validator=_warp_in_group)
 
     def ptx(self) -> str:
         return f"cp.async.bulk.global.shared::cta.bulk_group [{self.dst or 'dstMem'}], [{self.src:#x}], {self.nbytes};"
-
-    def footprint(self, warp: int = 0) -> Footprint:
-        return Footprint(smem_reads=(SmemRange(self.src, self.src + self.nbytes),), proxy="async")
 
 
 @register

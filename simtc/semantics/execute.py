@@ -314,11 +314,15 @@ def _store_to_gmem(cta: Cta, name: str, at: int, data: np.ndarray) -> None:
 
 @_apply.register
 def _tma_store(r: CpAsyncBulkTensorStore, cta: Cta, warp: int, threads: int) -> None:
+    if not r.issued_by(warp):
+        return
     _store_to_gmem(cta, r.tensor or "global", r.coords[0] if r.coords else 0, cta.smem.read(r.src, r.nbytes))
 
 
 @_apply.register
 def _bulk_store(r: CpAsyncBulk, cta: Cta, warp: int, threads: int) -> None:
+    if not r.issued_by(warp):
+        return
     _store_to_gmem(cta, r.dst or "global", 0, cta.smem.read(r.src, r.nbytes))
 
 

@@ -27,9 +27,9 @@ def _digest(engine: Engine) -> str:
 
 
 PINNED = {
-    "flashmla-qk": "c2f73e1cbf56207c",
-    "qk-loop-20": "4d7ab41cd8418f73",
-    "hazard-catalogue": "0110d19904cd272b",
+    "flashmla-qk": "bdbf373dad4f9cf2",
+    "qk-loop-20": "11e733f11e5f007b",
+    "hazard-catalogue": "b498e5661543cfe3",
 }
 
 

@@ -52,7 +52,8 @@ from simtc.kernels.flashmla.plan import NOPE_TILE, ROPE_TILE
 from simtc.kernels.flashmla.replay import hbm_bound, make_inputs, reference_p, replay, rescale_blocks
 from simtc.smem.memory import SMEM_CAPACITY
 
-__all__ = ["VARIANTS", "Variant", "compare", "exchange_cost", "hbm_bound", "smem_bytes_per_mma"]
+__all__ = ["VARIANTS", "Variant", "compare", "exchange_cost", "exchange_parameters", "exchange_records", "hbm_bound",
+           "smem_bytes_per_mma"]
 
 SMEM_LIMIT = SMEM_CAPACITY["sm100"]
 """227 KiB a block may use on sm_100 (flashmla_head64.md §4)."""
@@ -267,8 +268,8 @@ def exchange_instructions(program: Program) -> dict[str, int]:
 
 def exchange_cost(engine) -> float:
     """Cycles per block the exchange adds to a softmax warp, from the trace: the extra LDTM (its completion after
-    the first P load's), first exchange store issued -> the add's block issued (stores, pair barrier, loads),
-    and the 16 FADD2's issue cycles (timing model); the mean over warps 0-3 and the blocks."""
+    the first P load's) and first exchange store issued -> the add's block issued (stores, pair barrier, loads);
+    the mean over warps 0-3 and the blocks. What these cycles rest on: :func:`exchange_parameters`."""
     recs = engine.program.role("softmax").records
     starts = {i for i, r in enumerate(recs) if isinstance(r, StShared) and r.label.startswith("p_peer[0:4]")}
     ends = {i for i, r in enumerate(recs) if _is_add(r)}
@@ -291,8 +292,28 @@ def exchange_cost(engine) -> float:
     first, second = lds[0::2], lds[1::2]
     late = [b - a for w in range(4) for i, j in zip(first, second, strict=True)
             for a, b in zip(done.get((w, i), []), done.get((w, j), []), strict=False)]
-    fadd = 0
-    return sum(spans) / max(len(spans), 1) + fadd + sum(late) / max(len(late), 1)
+    return sum(spans) / max(len(spans), 1) + sum(late) / max(len(late), 1)
+
+
+def exchange_records(program: Program) -> list:
+    """The softmax's records of the P_lo/P_hi exchange (§9): the extra LDTM, the STS/LDS of the halves, the pair
+    barrier, and the block that adds them."""
+    def part(r) -> bool:
+        return ((isinstance(r, Ld) and r.label == "P columns 432-463")
+                or (isinstance(r, StShared) and r.label.startswith("p_peer"))
+                or (isinstance(r, LdShared) and r.label.startswith("slot"))
+                or (isinstance(r, BarSync) and "pair" in r.label) or _is_add(r))
+    return list({id(r): r for r in program.role("softmax").records if part(r)}.values())
+
+
+def exchange_parameters(program: Program, arch: str = "sm100") -> list[dict]:
+    """The timing parameters the exchange's cycles rest on: ``{name, value, label}`` for every parameter the
+    exchange's records read (:func:`simtc.engine.handlers.parameters_of`)."""
+    from simtc.engine.handlers import parameters_of
+    from simtc.engine.parameters import PARAMETERS
+
+    names = dict.fromkeys(n for r in exchange_records(program) for n in parameters_of(r, arch))
+    return [{"name": n, "value": PARAMETERS[arch][n].value, "label": PARAMETERS[arch][n].label} for n in names]
 
 
 def tensor_pipe_per_block(engine) -> float:
@@ -380,6 +401,8 @@ class Variant:
     checks: str
     ok: bool | None
     why: str
+    exchange_rests_on: tuple[str, ...] = ()
+    """The timing parameters the exchange's cycles rest on (:func:`exchange_parameters`), ``name [label]``."""
 
     def to_json(self) -> dict:
         return attrs.asdict(self)
@@ -394,7 +417,8 @@ def _row(name, design, program, r, fits, why, checks, smem_bytes=None, tmem=None
                    round(tensor_pipe_per_block(eng), 1), round(r.cycles_per_block, 1), sum(ex.values()),
                    round(exchange_cost(eng), 1) if sum(ex.values()) else 0.0,
                    smem_bytes_per_mma(program)["qk_per_mma"], smem_bytes_per_mma(program)["per_block"], checks, r.ok,
-                   why)
+                   why, tuple(f"{p['name']} [{p['label']}]" for p in exchange_parameters(program)) if sum(ex.values())
+                   else ())
 
 
 VARIANTS = ("dual-gemm", "duplicated-q", "ss-q-smem", "layout-f-one-slab", "layout-f-split", "prefill-overlap",

@@ -28,9 +28,9 @@ Modelling decisions (each a simplification of this simulator, not of the kernel)
   kernel's P) and the softmax effect re-derives the decision at run time from its own registers and
   refuses a mismatch (a block needing a rescale without the records). The records are present for all
   four warps of WG0 when any warp rescales; a warp whose own decision is "no" multiplies by 1.0 (exact).
-* **The epilogue's TMA stores** are issued by every warp of WG0 (a Role's records are the same for its
-  warps; the kernel's elected lanes of warps 0 and 1 issue one each): per-thread counts are the kernel's
-  8 per request; the engine's TMA unit sees each store from 4 warps (epilogue only).
+* **The epilogue's TMA stores** are records of every warp of WG0 (a Role's records are the same for its
+  warps) marked with the warp that issues them (``issuing_warp``): as in the kernel, the elected lanes of
+  warps 0 and 1 issue one each, and warps 2 and 3 skip them; per-thread counts are the kernel's 8 per request.
 * **CUDA-core work** is :class:`~simtc.isa.CudaCoreBlock` records whose counts are the SASS counts of
   §10 (per thread per block); where §10 gives only a role's total, the unlisted remainder is class
   ``"other"`` [sass totals; class split inferred]. Their numpy effects live in
@@ -485,10 +485,10 @@ class Head64Builder:
                 rec.append(StShared(tile, 16, f"ob{j}", offsets=offs, warp_offsets=(0, 4096, 16384, 20480),
                                     label=f"O chunk {c} dims +{8 * j}"))
             rec += [FenceProxyAsync(), BarSync(*_WG0, label="O chunk staged"),
-                    CpAsyncBulkTensorStore(tile, 8192, tensor="o", coords=(8192 * (col_base // 64),),
+                    CpAsyncBulkTensorStore(tile, 8192, tensor="o", coords=(8192 * (col_base // 64),), issuing_warp=0,
                                            label=f"O tile {col_base // 64} (warp 0's store)"),
                     CpAsyncBulkTensorStore(tile + 16384, 8192, tensor="o", coords=(8192 * (col_base // 64 + 2),),
-                                           label=f"O tile {col_base // 64 + 2} (warp 1's store)")]
+                                           issuing_warp=1, label=f"O tile {col_base // 64 + 2} (warp 1's store)")]
         rec.append(BulkCommitGroup())
         return tuple(rec)
 

@@ -47,8 +47,8 @@ from attrs import field, frozen
 
 from simtc.errors import SimtcError
 from simtc.kernels.flashmla.constants import B_H, B_TOPK, D_V
+from simtc.kernels.flashmla.kvcache import KvLayout, dequant_cache_tokens, kv_layout, token_bytes
 from simtc.kernels.flashmla.models import MODELS, Head64Model, model
-from simtc.numerics.dequant import dequant_e4m3, v32_scale_to_ue8m0
 from simtc.numerics.formats import decode_bits, encode_bits
 
 __all__ = [
@@ -82,29 +82,6 @@ def _bad(message: str, rule: str, ref: str = _DOC) -> FlashMLAFormatError:
 
 
 # ---- the KV cache layout ----------------------------------------------------------------------------------
-@frozen
-class KvLayout:
-    """Where a token's bytes lie in one page block (offsets in bytes from the block's start)."""
-
-    token_bytes: int
-    """Stride of the token records within a block (V32 656: NoPE | 4 fp32 scales | RoPE; MODEL1 576: NoPE | RoPE)."""
-    scale_offset: int
-    """MODEL1: start of the block's scale rows (page_block_size x 8 B after the records); V32: 512 (in the record)."""
-    min_block_stride: int
-    """Smallest block stride holding page_block_size tokens (V32 pbs x 656; MODEL1 pbs x 584)."""
-    tma_k_stride: int
-    """The block stride must be a multiple of this (TMA_K_STRIDE; kernel.cuh host assert)."""
-
-
-def kv_layout(m: str | Head64Model, page_block_size: int) -> KvLayout:
-    """The page-block layout of model ``m`` (``sparse_decode.h`` bytes_per_token; ``tests/quant.py``)."""
-    m = model(m)
-    pbs = int(page_block_size)
-    if m.v32:
-        return KvLayout(m.tma_k_stride, m.d_nope, pbs * m.tma_k_stride, m.tma_k_stride)
-    return KvLayout(m.tma_k_stride, pbs * m.tma_k_stride, pbs * (m.tma_k_stride + 8), m.tma_k_stride)
-
-
 def _default_stride(lay: KvLayout) -> int:
     """The smallest allowed block stride: V32 pbs x 656; MODEL1 pbs x 584 rounded up to a multiple of 576."""
     return -(-lay.min_block_stride // lay.tma_k_stride) * lay.tma_k_stride
@@ -345,29 +322,8 @@ def validate_inputs(arrays: Mapping[str, np.ndarray]) -> FlashMLAInputs:
 
 
 def _token_bytes(inp: FlashMLAInputs, tokens: np.ndarray):
-    """(NoPE e4m3 codes [n, d_nope], raw scales [n, tiles] (V32 fp32 bit patterns as uint32, MODEL1 ue8m0 codes),
-    RoPE bf16 bits [n, 64]) of flat tokens ``tokens``, read from the cache bytes (vectorised gathers)."""
-    m, lay = inp.model, inp.layout
-    tokens = np.asarray(tokens, np.int64)
-    blk, slot = tokens // inp.page_block_size, tokens % inp.page_block_size
-    rec = inp.kv[blk[:, None], slot[:, None] * lay.token_bytes + np.arange(lay.token_bytes)]
-    nope = rec[:, :m.d_nope]
-    tiles = m.d_nope // m.quant_tile
-    if m.v32:
-        scales = np.ascontiguousarray(rec[:, m.d_nope:m.d_nope + 4 * tiles]).view("<u4").astype(np.uint32)
-        rope0 = m.d_nope + 4 * tiles
-    else:
-        scales = inp.kv[blk[:, None], lay.scale_offset + slot[:, None] * 8 + np.arange(tiles)]
-        rope0 = m.d_nope
-    rope = np.ascontiguousarray(rec[:, rope0:rope0 + 2 * m.d_rope]).view("<u2").astype(np.uint16)
-    return nope, scales, rope
-
-
-def _scale_codes(m: Head64Model, scales: np.ndarray) -> np.ndarray:
-    """ue8m0 codes of the raw scales (V32: fp32 -> e8m0 as the index warp converts them; MODEL1: as stored)."""
-    if m.v32:
-        return v32_scale_to_ue8m0(scales.view(np.float32))
-    return scales
+    """(NoPE e4m3 codes [n, d_nope], raw scales [n, tiles], RoPE bf16 bits [n, 64]) of flat tokens ``tokens``."""
+    return token_bytes(inp.model, inp.kv, inp.page_block_size, tokens)
 
 
 def _check_tokens(inp: FlashMLAInputs) -> None:
@@ -456,11 +412,7 @@ def save_outputs(path: str | os.PathLike, outputs: FlashMLAOutputs) -> None:
 def dequant_tokens(inp: FlashMLAInputs, tokens) -> np.ndarray:
     """float32 [n, d_qk]: K of flat tokens ``tokens`` as the kernel sees it -- NoPE through FlashMLA's dequant
     chain (:func:`simtc.numerics.dequant.dequant_e4m3`, scales as ue8m0) and the bf16 RoPE."""
-    m = inp.model
-    nope, scales, rope = _token_bytes(inp, np.asarray(tokens).reshape(-1))
-    codes = np.repeat(_scale_codes(m, scales), m.quant_tile, axis=1)
-    k_nope = decode_bits(dequant_e4m3(nope, codes), "bf16")
-    return np.concatenate([k_nope, decode_bits(rope, "bf16")], axis=1).astype(np.float32)
+    return dequant_cache_tokens(inp.model, inp.kv, inp.page_block_size, tokens)
 
 
 def request(inp: FlashMLAInputs, batch: int, query: int):

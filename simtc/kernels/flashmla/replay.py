@@ -40,16 +40,32 @@ from simtc.errors import SimtcError
 from simtc.kernels.flashmla import effects as _effects  # noqa: F401  (registers the effects)
 from simtc.kernels.flashmla.constants import B_H, B_TOPK
 from simtc.kernels.flashmla.head64 import head64_program, per_block_counts, role_counts, setup_records
+from simtc.kernels.flashmla.kvcache import dequant_cache_tokens
 from simtc.kernels.flashmla.models import Head64Model, model
 from simtc.kernels.flashmla.plan import NOPE_TILE, ROPE_TILE
-from simtc.numerics.dequant import dequant_e4m3, v32_scale_to_ue8m0
 from simtc.numerics.fdpa import tensor_core_mma
 from simtc.numerics.formats import decode_bits, encode_bits
 from simtc.smem.memory import SharedMemory
 
-__all__ = ["B200_CLOCK_GHZ", "B200_SMS", "PUBLISHED_TFLOPS", "Head64Inputs", "Head64Replay", "block_flops",
-           "clear_caches", "hbm_bound", "make_inputs", "reference_p", "replay", "rescale_blocks", "split_dims",
-           "steady_cycles_per_block", "tflops"]
+__all__ = [
+    "B200_CLOCK_GHZ",
+    "B200_SMS",
+    "PUBLISHED_TFLOPS",
+    "Head64Inputs",
+    "Head64Replay",
+    "block_flops",
+    "clear_caches",
+    "hbm_bound",
+    "make_inputs",
+    "reference_p",
+    "reference_p_chunks",
+    "replay",
+    "rescale_blocks",
+    "split_dims",
+    "steady_cycles_per_block",
+    "sv_done_cycles",
+    "tflops",
+]
 
 B200_SMS = 148
 """SMs of a B200 (the engine's ``sm_count`` parameter, with its source)."""
@@ -87,7 +103,8 @@ class Head64Inputs:
     topk_length: int
     attn_sink: np.ndarray  # (64,) float32
     sm_scale: float
-    k: np.ndarray  # (64 * blocks, D_Q) float32: the dequantized K of every position (0 where invalid)
+    k: np.ndarray | None  # (64 * blocks, D_Q) float32: the dequantized K of every position (0 where invalid), or
+    # None: dequantized from the cache when asked (k_rows), so that a long request needs no second copy of K
     valid: np.ndarray  # (64 * blocks,) bool
     page_block_size: int = PAGE_BLOCK_SIZE  # tokens per page block of the cache (indices: block x this + row)
 
@@ -95,13 +112,31 @@ class Head64Inputs:
     def sm_scale_div_log2(self) -> np.float32:
         return np.float32(self.sm_scale * math.log2(math.e))
 
+    def k_rows(self, lo: int, hi: int) -> np.ndarray:
+        """float32 (hi - lo, D_Q): the dequantized K of positions ``lo .. hi-1`` (0 where invalid)."""
+        if self.k is not None:
+            return self.k[lo:hi]
+        m = self.model
+        idx, valid = self.indices[lo:hi], self.valid[lo:hi]
+        out = np.zeros((hi - lo, m.d_q), np.float32)
+        if valid.any():
+            blocks = self.kv.reshape(self.num_pages, -1)
+            out[valid] = dequant_cache_tokens(m, blocks, self.page_block_size, idx[valid])
+        return out
+
 
 def _bf16(x) -> np.ndarray:
     return decode_bits(encode_bits(np.asarray(x, np.float32), "bf16"), "bf16")
 
 
+_CHUNK = 1 << 14
+"""Tokens drawn per step when making inputs (the same random stream as one draw; bounded memory)."""
+
+
 def make_inputs(model_name: str | Head64Model = "v32", blocks: int = 4, seed: int = 0) -> Head64Inputs:
-    """A seeded request of ``blocks`` top-k blocks (see the module text)."""
+    """A seeded request of ``blocks`` top-k blocks (see the module text). The cache holds ``2 x blocks + 2`` page
+    blocks; its tokens are drawn and encoded in chunks, and K is dequantized from the cache when needed
+    (:meth:`Head64Inputs.k_rows`), so memory stays about the cache's size."""
     m = model(model_name)
     rng = np.random.default_rng(seed)
     pbs = PAGE_BLOCK_SIZE
@@ -109,90 +144,121 @@ def make_inputs(model_name: str | Head64Model = "v32", blocks: int = 4, seed: in
     rows = pbs if m.v32 else -(-pbs * (m.tma_k_stride + 8) // m.tma_k_stride)  # MODEL1: block stride / 576
     kv = np.zeros((num_pages * rows, m.tma_k_stride), np.uint8)
     ntok = num_pages * pbs
-    page, slot = np.arange(ntok) // pbs, np.arange(ntok) % pbs
-    row = page * rows + slot
-    fp8 = encode_bits(rng.normal(size=(ntok, m.d_nope)).astype(np.float32), "e4m3")
-    rope = encode_bits(rng.normal(size=(ntok, m.d_rope)).astype(np.float32), "bf16")
+
+    def row_of(tok: np.ndarray) -> np.ndarray:
+        return tok // pbs * rows + tok % pbs
+
+    for t0 in range(0, ntok, _CHUNK):  # NoPE codes, then RoPE, as two single draws would give them
+        t = np.arange(t0, min(ntok, t0 + _CHUNK))
+        kv[row_of(t), :m.d_nope] = encode_bits(rng.normal(size=(t.size, m.d_nope)).astype(np.float32), "e4m3")
+    for t0 in range(0, ntok, _CHUNK):
+        t = np.arange(t0, min(ntok, t0 + _CHUNK))
+        rope = encode_bits(rng.normal(size=(t.size, m.d_rope)).astype(np.float32), "bf16")
+        kv[row_of(t), m.rope_offset:m.rope_offset + 2 * m.d_rope] = rope.view(np.uint8).reshape(t.size, -1)
     ntile = m.d_nope // m.quant_tile
     exps = rng.integers(-1, 1, size=(ntok, ntile))
     indices = rng.choice(ntok, size=B_TOPK * blocks, replace=False).astype(np.int32)
     if blocks >= 2:  # hot tokens: a middle block's first four get 8x larger scales -> the lazy rescale triggers
         exps[indices[B_TOPK * (blocks // 2):B_TOPK * (blocks // 2) + 4]] += 3
-    kv[row, :m.d_nope] = fp8
-    kv[row, m.rope_offset:m.rope_offset + 2 * m.d_rope] = rope.view(np.uint8).reshape(ntok, -1)
     flat = kv.reshape(-1)
+    every = np.arange(ntok)
     if m.v32:
         scales = np.exp2(exps).astype(np.float32)  # power-of-two fp32 scales: exact through e8m0
-        kv[row, m.d_nope:m.d_nope + 16] = scales.view(np.uint8).reshape(ntok, 16)
-        codes = v32_scale_to_ue8m0(scales)
+        kv[row_of(every), m.d_nope:m.d_nope + 16] = scales.view(np.uint8).reshape(ntok, 16)
     else:
         codes = np.zeros((ntok, 8), np.uint8)
         codes[:, :ntile] = 127 + exps
-        at = page * rows * m.tma_k_stride + pbs * m.tma_k_stride + slot * 8
+        at = every // pbs * rows * m.tma_k_stride + pbs * m.tma_k_stride + every % pbs * 8
         flat[at[:, None] + np.arange(8)] = codes
-        codes = codes[:, :ntile]
     drop = rng.random(indices.size) < 0.06
     drop[:2] = False
     indices[drop] = -1
     topk_length = B_TOPK * blocks - 5
     valid = (indices >= 0) & (np.arange(indices.size) < topk_length)
-    tok = np.where(valid, indices, 0)
-    k_nope = decode_bits(dequant_e4m3(fp8[tok], np.repeat(codes[tok], m.quant_tile, axis=1)), "bf16")
-    k = np.concatenate([k_nope, decode_bits(rope[tok], "bf16")], axis=1).astype(np.float32)
-    k[~valid] = 0.0
     q = _bf16(rng.normal(size=(B_H, m.d_q)))
     sink = rng.normal(size=B_H).astype(np.float32)
     return Head64Inputs(m, blocks, seed, q, flat, rows, num_pages, indices, topk_length, sink,
-                        1.0 / math.sqrt(m.d_q), k, valid)
+                        1.0 / math.sqrt(m.d_q), None, valid)
+
+
+_P_STEP = 4
+"""Blocks per tensor_core_mma call: every (row, token) is its own chain, so N = 4 x 64 gives the same bits faster."""
+
+
+def reference_p_chunks(inp: Head64Inputs):
+    """Yield ``(first block, P)`` for consecutive groups of blocks: P (n, 128, 64) float32, P_lo in rows 0-63 and
+    P_hi in 64-127, each half one tensor_core_mma chain of K=16 steps in the kernel's order -- what the tensor
+    core leaves in TMEM columns 400-463."""
+    m = inp.model
+    halves = [(split_dims(m, half), np.ascontiguousarray(inp.q[:, split_dims(m, half)])) for half in (0, 1)]
+    for i in range(0, inp.blocks, _P_STEP):
+        n = min(_P_STEP, inp.blocks - i)
+        k = inp.k_rows(64 * i, 64 * (i + n))
+        out = np.empty((n, 2 * B_H, B_TOPK), np.float32)
+        for half, (d, qh) in enumerate(halves):
+            p = tensor_core_mma(qh, np.ascontiguousarray(k[:, d]))  # (64, 64 n)
+            out[:, 64 * half:64 * half + 64] = p.reshape(B_H, n, B_TOPK).transpose(1, 0, 2)
+        yield i, out
 
 
 def reference_p(inp: Head64Inputs) -> np.ndarray:
-    """(blocks, 128, 64) float32: P_lo (rows 0-63) and P_hi (64-127) per block, each half one tensor_core_mma
-    chain of K=16 steps in the kernel's order -- what the tensor core leaves in TMEM columns 400-463."""
-    m = inp.model
+    """(blocks, 128, 64) float32: the reference P of every block (:func:`reference_p_chunks` joined)."""
     out = np.empty((inp.blocks, 2 * B_H, B_TOPK), np.float32)
-    step = 4  # blocks per call: every (row, token) is its own chain, so N = 4 x 64 gives the same bits faster
-    for half in (0, 1):
-        d = split_dims(m, half)
-        qh = np.ascontiguousarray(inp.q[:, d])
-        for i in range(0, inp.blocks, step):
-            n = min(step, inp.blocks - i)
-            kh = np.ascontiguousarray(inp.k[64 * i:64 * (i + n)][:, d])
-            p = tensor_core_mma(qh, kh)  # (64, 64 n)
-            out[i:i + n, 64 * half:64 * half + 64] = p.reshape(B_H, n, B_TOPK).transpose(1, 0, 2)
+    for i, p in reference_p_chunks(inp):
+        out[i:i + len(p)] = p
     return out
 
 
-def rescale_blocks(inp: Head64Inputs, p: np.ndarray) -> list[bool]:
-    """Which blocks take the lazy O rescale (§6.3 step 7, 10), from P as the kernel computes it."""
+def rescale_blocks(inp: Head64Inputs, p: np.ndarray | None = None) -> list[bool]:
+    """Which blocks take the lazy O rescale (§6.3 step 7, 10), from P as the kernel computes it (``p``: the
+    reference P, or None to compute it group by group without keeping it)."""
     scale = inp.sm_scale_div_log2
     mi = np.full(B_H, np.float32(-1e30), np.float32)
     out = []
-    for i in range(inp.blocks):
-        full = (p[i, :64] + p[i, 64:]).astype(np.float32)
-        full[:, ~inp.valid[64 * i:64 * i + 64]] = -np.inf
-        cur = (full.max(axis=1) * scale).astype(np.float32)
-        flag = False
-        for g in (slice(0, 32), slice(32, 64)):  # warps 0+2 hold rows 0-31, warps 1+3 rows 32-63
-            with np.errstate(invalid="ignore"):
-                should = bool(np.any(cur[g] - mi[g] > np.float32(6.0)))
-            if should:
-                mi[g] = np.maximum(cur[g], mi[g])
-                flag = flag or i > 0
-        out.append(flag)
+    chunks = [(0, p)] if p is not None else reference_p_chunks(inp)
+    for i0, pc in chunks:
+        for j in range(len(pc)):
+            out.append(_rescale_step(inp, i0 + j, pc[j], mi, scale))
     return out
 
 
-def reference_attention(inp: Head64Inputs) -> tuple[np.ndarray, np.ndarray]:
-    """float64 O (64 x 512) and LSE (64,) on the dequantized inputs, with the attention sink."""
-    q, k = inp.q.astype(np.float64), inp.k.astype(np.float64)
-    s = q @ k.T * inp.sm_scale
-    s[:, ~inp.valid] = -np.inf
-    mx = s.max(axis=1, keepdims=True)
-    e = np.exp(s - mx)
-    den = e.sum(axis=1) + np.exp(inp.attn_sink.astype(np.float64) - mx[:, 0])
-    o = e @ k[:, :512] / den[:, None]
-    return o, mx[:, 0] + np.log(e.sum(axis=1))
+def _rescale_step(inp: Head64Inputs, i: int, p_block: np.ndarray, mi: np.ndarray, scale) -> bool:
+    """Block ``i``'s decision from its P (128, 64); updates the running maxima ``mi`` of the two row groups."""
+    full = (p_block[:64] + p_block[64:]).astype(np.float32)
+    full[:, ~inp.valid[64 * i:64 * i + 64]] = -np.inf
+    cur = (full.max(axis=1) * scale).astype(np.float32)
+    flag = False
+    for g in (slice(0, 32), slice(32, 64)):  # warps 0+2 hold rows 0-31, warps 1+3 rows 32-63
+        with np.errstate(invalid="ignore"):
+            should = bool(np.any(cur[g] - mi[g] > np.float32(6.0)))
+        if should:
+            mi[g] = np.maximum(cur[g], mi[g])
+            flag = flag or i > 0
+    return flag
+
+
+def reference_attention(inp: Head64Inputs, step: int = 64) -> tuple[np.ndarray, np.ndarray]:
+    """float64 O (64 x 512) and LSE (64,) on the dequantized inputs, with the attention sink: an online softmax
+    over groups of ``step`` blocks (the same attention as one pass, in bounded memory)."""
+    q = inp.q.astype(np.float64)
+    mx = np.full(B_H, -np.inf)
+    acc = np.zeros((B_H, 512))
+    den = np.zeros(B_H)
+    for i in range(0, inp.blocks, step):
+        lo, hi = 64 * i, 64 * min(inp.blocks, i + step)
+        k = inp.k_rows(lo, hi).astype(np.float64)
+        s = q @ k.T * inp.sm_scale
+        s[:, ~inp.valid[lo:hi]] = -np.inf
+        new = np.maximum(mx, s.max(axis=1))
+        with np.errstate(invalid="ignore"):
+            old = np.where(np.isfinite(mx), np.exp(mx - new), 0.0)
+            e = np.where(np.isfinite(new)[:, None], np.exp(s - new[:, None]), 0.0)
+        acc = acc * old[:, None] + e @ k[:, :512]
+        den = den * old + e.sum(axis=1)
+        mx = new
+    with np.errstate(divide="ignore", invalid="ignore"):
+        o = acc / (den + np.exp(inp.attn_sink.astype(np.float64) - mx))[:, None]
+        return o, mx + np.log(den)
 
 
 def load_inputs(cta, inp: Head64Inputs) -> None:
@@ -417,14 +483,12 @@ def replay(model_name: str | Head64Model = "v32", blocks: int = 4, seed: int = 0
         inp = inputs if inputs is not None else make_inputs(m, blocks, seed)
     t_chk = time.perf_counter()
     inputs_s = t_chk - t_in
-    p_ref = None
     if rescale is not None:
         resc, source = _rescale_flags(blocks, rescale), "given" if not timing_only else "assumed"
     elif timing_only:
         resc, source = [False] * blocks, "assumed"
     else:
-        p_ref = reference_p(inp)
-        resc, source = rescale_blocks(inp, p_ref), "data"
+        resc, source = rescale_blocks(inp), "data"  # the reference P group by group, not kept
     t0 = time.perf_counter()
     check_s = t0 - t_chk
     with gc_paused():  # building allocates many small long-lived records (no garbage cycles)
@@ -444,8 +508,6 @@ def replay(model_name: str | Head64Model = "v32", blocks: int = 4, seed: int = 0
     o_err = lse_err = p_exact = None
     if not timing_only:
         t_c = time.perf_counter()
-        if p_ref is None:
-            p_ref = reference_p(inp)
         if inp.valid.any():
             o_ref, lse_ref = reference_attention(inp)
             o_err = float(np.linalg.norm(o - o_ref) / np.linalg.norm(o_ref))
@@ -453,12 +515,12 @@ def replay(model_name: str | Head64Model = "v32", blocks: int = 4, seed: int = 0
         else:  # no valid token: O = 0 and LSE = +inf exactly (kernel.cuh epilogue; flashmla_head64.md §11)
             o_err = 0.0 if not o.any() else float("inf")
             lse_err = 0.0 if np.all(lse == np.inf) else float("inf")
-        p_exact = bool(np.array_equal(cta.gmem["head64.p_trace"].view(np.uint32), p_ref.view(np.uint32)))
+        trace = cta.gmem["head64.p_trace"].view(np.uint32)
+        p_exact = all(np.array_equal(trace[i:i + len(p)], p.view(np.uint32)) for i, p in reference_p_chunks(inp))
         dt = time.perf_counter() - t_c
         check_s += dt
         t0 += dt
-    phases = [e[0] for e in eng.trace if e[4] == "phase" and e[5].startswith("sv_done")]  # (cycle, kind, detail)
-    cpb = (phases[-1] - phases[0]) / (len(phases) - 1) if len(phases) >= 2 else float(eng.cycles)
+    cpb = _steady(eng)
     flops = block_flops(m)
     sms = int(eng.timing["sm_count"]) if eng.arch == "sm100" else B200_SMS
     crit: dict[str, int] = {}
@@ -485,8 +547,19 @@ def steady_cycles_per_block(model_name: str | Head64Model = "v32", blocks: int =
     from simtc.engine import Engine
 
     program = head64_program(model_name, blocks, None if rescale is None else _rescale_flags(blocks, rescale))
-    eng = Engine(program, mode="timing", check=False, timing=timing).run()
-    phases = [e[0] for e in eng.trace if e[4] == "phase" and e[5].startswith("sv_done")]
+    return _steady(Engine(program, mode="timing", check=False, timing=timing).run())
+
+
+def sv_done_cycles(eng) -> list[int]:
+    """The cycles at which an ``sv_done[*]`` barrier completed a phase: one per block, when the block's S x V
+    products are done (the MMA warp's commit landed), in order."""
+    return [e[0] for e in eng.trace if e[4] == "phase" and e[5].startswith("sv_done")]
+
+
+def _steady(eng) -> float:
+    """Steady-state cycles per block: the mean interval between consecutive blocks' ``sv_done`` phases (the
+    first block's ramp and the epilogue after the last are left out); the whole run when fewer than 2 blocks."""
+    phases = sv_done_cycles(eng)
     return (phases[-1] - phases[0]) / (len(phases) - 1) if len(phases) >= 2 else float(eng.cycles)
 
 
