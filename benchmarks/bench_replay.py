@@ -5,9 +5,11 @@ Target (issue 11): a 32-block V32 replay with full numerics costs at most 3x the
 
 What is measured, all inside this process (no interpreter start-up), every replay after
 :func:`~simtc.kernels.flashmla.replay.clear_caches` (no Program, block, MMA plan or descriptor reading
-kept from an earlier replay). Not cleared: the per-record footprint and cost caches of :mod:`simtc.isa` and
-:mod:`simtc.engine.costs` (shared-memory ranges, MMA footprints, bank-conflict wavefronts) and the TMEM layout
-maps, which stay warm after the first of the ``REPEAT`` runs -- a fresh process's first replay costs more than
+kept from an earlier replay). Not cleared: the per-record footprint caches of :mod:`simtc.isa` (shared-memory
+ranges, MMA footprints), the engine's per-record cost caches -- bank-conflict wavefronts of ``ld/st.shared``
+(:mod:`simtc.engine.core`), CUDA-core block costs (:func:`simtc.engine.issue.block_cost`), MMA specs and costs
+(:mod:`simtc.engine.tensor_pipe`) -- and the TMEM layout maps, which stay warm after the first of the
+``REPEAT`` runs -- a fresh process's first replay costs more than
 these figures (with those caches cleared too, the timing-only replay runs at roughly half the rate
 printed here, measured on the shared 2-core machine):
 

@@ -14,8 +14,10 @@ At build time (``mkdocs build``; configured in ``mkdocs.yml``) this adds, withou
 It also expands ``<!-- readme:NAME -->`` markers in pages with the command block that follows
 ``<!-- NAME -->`` in README.md, so the site's commands are the README's, and ``<!-- generated:NAME -->``
 markers with tables computed from the code (``_GENERATED``): the import graph, the ``[inferred]`` tags,
-the timing parameters of ``simtc.engine.timing.PARAMETERS`` and their calibration data, the hazard rules
-and catalogues, and FlashMLA head64's design alternatives (run through the engine when the site is built).
+the timing parameters of ``simtc.engine.parameters.PARAMETERS`` (with their labels, sources and the mechanisms
+that read them), the engine's record handlers and switchable mechanisms, the calibration data, the hazard rules
+and catalogues, and FlashMLA head64's replay, sensitivity and design alternatives (run through the engine when
+the site is built).
 
 Nothing here imports mkdocs at module level (the test suite imports this file for doctests).
 """
@@ -150,29 +152,153 @@ def _cell(text) -> str:
     return out
 
 
+_FACT_SHEET = (
+    (re.compile(r"timing\.md §[\d.]+(?:, §[\d.]+)*: "), ""),
+    (re.compile(r" \(timing\.md §[\d.]+(?:, §[\d.]+)*\)"), " (no public measurement)"),
+    (re.compile(r" quoted there"), ""),
+)
+
+
+def public_source(text: str) -> str:
+    """A parameter's source as the site prints it: the code's source text, less its references to ``timing.md``
+    (a fact sheet kept outside this repository, which a reader of the site cannot open); the primary source named
+    beside each reference stays.
+
+    >>> public_source("timing.md §1.2: latency = N/2 + 104 (SemiAnalysis fit)")
+    'latency = N/2 + 104 (SemiAnalysis fit)'
+    >>> public_source("tcgen05.cp latency is unknown (timing.md §6): taken as the drain")
+    'tcgen05.cp latency is unknown (no public measurement): taken as the drain'
+    >>> from simtc.engine.parameters import PARAMETERS
+    >>> any("timing.md" in public_source(p.source) for t in PARAMETERS.values() for p in t.values())
+    False
+    """
+    for pattern, repl in _FACT_SHEET:
+        text = pattern.sub(repl, text)
+    return text
+
+
 def timing_parameter_table(arch: str) -> str:
-    """Markdown table of every parameter of ``simtc.engine.timing.PARAMETERS[arch]``, in the table's order.
+    """Markdown table of every parameter of ``simtc.engine.parameters.PARAMETERS[arch]``, in the table's order:
+    value, unit, label, the mechanisms that read it (``used_by``) and its source.
 
     >>> t = timing_parameter_table("sm90")
-    >>> "| `wgmma_issue` | 13 | cycles | measured |" in t
+    >>> "| `wgmma_issue` | 13 | cycles | measured | tensor pipe, mma model |" in t
     True
     """
-    from simtc.engine.timing import PARAMETERS
+    from simtc.engine.parameters import PARAMETERS
 
-    rows = [f"| `{p.name}` | {p.value} | {_cell(p.unit)} | {p.label} | {_cell(p.source)} |"
-            for p in PARAMETERS[arch].values()]
-    return "\n".join(["| parameter | value | unit | label | source |", "|---|---|---|---|---|", *rows])
+    rows = [f"| `{p.name}` | {p.value} | {_cell(p.unit)} | {p.label} | {', '.join(p.used_by)} | "
+            f"{_cell(public_source(p.source))} |" for p in PARAMETERS[arch].values()]
+    return "\n".join(["| parameter | value | unit | label | used by | source |", "|---|---|---|---|---|---|", *rows])
 
 
 def timing_label_counts() -> str:
-    """One line per architecture: how many parameters carry each label."""
-    from simtc.engine.timing import LABELS, PARAMETERS
+    """One line per architecture: how many parameters carry each label.
+
+    >>> "documented" in timing_label_counts()
+    True
+    """
+    from simtc.engine.parameters import LABELS, PARAMETERS
 
     out = []
     for arch, table in PARAMETERS.items():
         n = {lab: sum(1 for p in table.values() if p.label == lab) for lab in LABELS}
         out.append(f"* `{arch}`: {len(table)} parameters: " + ", ".join(f"{v} {k}" for k, v in n.items()))
     return "\n".join(out)
+
+
+_READS = {"issue": "issue", "smem_port": "shared-memory port", "tensor_pipe": "tensor pipe", "mma_model": "mma model",
+          "tmem_path": "tmem path", "copy_engine": "copy engine", "memory": "memory system", "mbarrier": "mbarrier",
+          "named_barrier": "named barrier"}
+
+
+def parameters_read(key: str) -> str:
+    """The parameters a mechanism reads (``used_by`` of the tables), per architecture, with their labels.
+
+    >>> "`cvt_lanes` (64, assumed)" in parameters_read("issue")
+    True
+    """
+    from simtc.engine.parameters import PARAMETERS
+
+    used = _READS[key]
+    parts = []
+    for arch, table in PARAMETERS.items():
+        names = [f"`{p.name}` ({p.value}, {p.label})" for p in table.values() if used in p.used_by]
+        parts.append(f"**{arch}**: " + (", ".join(names) if names else "none"))
+    return "Parameters read (generated from `used_by`): " + "; ".join(parts) + "."
+
+
+def mechanisms_table() -> str:
+    """``simtc.engine.parameters.MECHANISMS``: what each switchable mechanism models, and what off means.
+
+    >>> from simtc.engine.parameters import MECHANISMS
+    >>> all(f"`{m}`" in mechanisms_table() for m in MECHANISMS)
+    True
+    """
+    from simtc.engine.parameters import MECHANISMS
+
+    rows = [f"| `{name}` | {_cell(text)} |" for name, text in MECHANISMS.items()]
+    return "\n".join(["| `Timing.without(...)` | what the mechanism models (and what switching it off leaves) |",
+                      "|---|---|", *rows])
+
+
+_HANDLER_TEXT = {
+    "bulk_commit": "cp.async.bulk.commit_group: closes the warp's open bulk group (one issue cycle).",
+    "wgmma_commit": "wgmma.commit_group: closes the warp's open wgmma group (one issue cycle).",
+    "wgmma_wait": "wgmma.wait_group n: until all but the last n committed groups have completed.",
+    "init": "mbarrier.init: resets the barrier's state (one issue cycle); re-initialising a barrier in use is "
+            "flagged.",
+    "alloc": "tcgen05.alloc / dealloc / relinquish_alloc_permit on the engine's allocation table (one issue cycle); "
+             "what the allocator refuses is flagged.",
+}
+
+
+def handler_table() -> str:
+    """Every record kind's handler (``simtc.engine.handlers.HANDLERS``): the ``simtc.isa`` classes it takes, what it
+    does (its docstring) and the timing parameters it reads beyond the issue slot's (``READS``; sm100 names).
+
+    >>> "`tma_load`" in handler_table() and "`tma_issue_gap`" in handler_table()
+    True
+    """
+    from simtc.engine import handlers, ops
+
+    issue = ("sub_partitions", "issue_per_sub_partition")
+    classes: dict = {}
+    for cls, kind in ops.KIND_OF_CLASS.items():
+        classes.setdefault(handlers.HANDLERS[kind].__name__, []).append((cls, kind))
+    rows = []
+    for name, members in classes.items():
+        fn = getattr(handlers, name)
+        doc = " ".join((fn.__doc__ or "").split("\n\n")[0].split()).replace("``", "")
+        doc = doc or _HANDLER_TEXT.get(name, "one issue cycle.")
+        reads = list(dict.fromkeys(n for _, kind in members for n in handlers.READS.get(kind, ()) if n not in issue))
+        cell = ", ".join(f"`{n}`" for n in reads)
+        if name == "cuda_core":
+            cell = ("`warp_interleave`, and per instruction class its pipe's `*_lanes` and `*_latency`; "
+                    "`smem_port_bytes_per_cycle` for LDS/STS, the memory system's parameters for LDG/STG")
+        rows.append(f"| {', '.join(f'`{c}`' for c, _ in members)} | `{name}` | {_cell(doc)} | {cell or '—'} |")
+    return "\n".join(["| records (`simtc.isa`) | handler | what it books, and when the warp goes on | "
+                      "parameters it reads (sm100; besides the issue slot's) |", "|---|---|---|---|", *rows])
+
+
+def _cli_text(argv: list[str], width: int = 100) -> str:
+    """What ``simtc ARGV`` prints (run in this process, ``width`` columns wide), as a console block."""
+    import contextlib
+    import io
+
+    from simtc.cli import main
+
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        rc = main([*argv, "--term-width", str(width)])
+    if rc != 0:
+        raise RuntimeError(f"simtc {' '.join(argv)} exited {rc}")
+    return f"```console\n$ simtc {' '.join(argv)}\n{buf.getvalue().rstrip()}\n```"
+
+
+def params_cli() -> str:
+    """``simtc timing params --arch sm100 --label documented``, as it prints."""
+    return _cli_text(["timing", "params", "--arch", "sm100", "--label", "documented"])
 
 
 def calibration_b200() -> str:
@@ -343,27 +469,178 @@ def alternatives_table() -> str:
                       "|---|---|---|---|---|---|---|---|---|---|", *rows, "", *why])
 
 
+REPLAY_BLOCKS = 32
+"""Blocks of the request the site's throughput figures come from (``simtc replay flashmla-head64 --blocks 32``)."""
+SENSITIVITY_BLOCKS = 12
+"""Blocks of the timing-only request ``simtc timing sensitivity flashmla-head64`` perturbs (its default)."""
+
+
+def _replay():
+    if "replay" not in _CACHE:
+        from simtc.kernels.flashmla.replay import replay
+
+        _CACHE["replay"] = replay("v32", REPLAY_BLOCKS, 0)
+    return _CACHE["replay"]
+
+
 def replay_numbers() -> str:
-    """The baseline replay's throughput figures (V32, 4 blocks, seed 0), computed when the site is built."""
-    from simtc.kernels.flashmla.alternatives import hbm_bound
+    """The replay's throughput figures (V32, ``REPLAY_BLOCKS`` blocks, seed 0, every check on), computed when the
+    site is built: whole kernel and steady state, the FLOP count, the HBM floor."""
+    from simtc.engine.parameters import Timing
     from simtc.kernels.flashmla.constants import B_H, B_TOPK
     from simtc.kernels.flashmla.models import V32
-    from simtc.kernels.flashmla.replay import B200_CLOCK_GHZ, B200_SMS, PUBLISHED_TFLOPS, replay
+    from simtc.kernels.flashmla.replay import B200_CLOCK_GHZ, PUBLISHED_TFLOPS, hbm_bound
 
-    r = replay("v32", 4, 0)
+    r = _replay()
+    t = Timing("sm100")
     flops = 2 * B_H * B_TOPK * (V32.d_q + V32.d_v)
     hb = hbm_bound("v32")
-    rows = [("replay checks (O, LSE, P, hazards, deadlock)", "pass" if r.ok else "**FAIL**"),
-            ("simulated cycles per block (steady state: `sv_done` phase to phase)", f"{r.cycles_per_block:,.0f}"),
+    chip = t["hbm_bytes_per_cycle"] * B200_CLOCK_GHZ / 1000
+    rows = [("replay checks (O, LSE, P bit-exact, hazards, deadlock)", "pass" if r.ok else "**FAIL**"),
+            ("request", f"{r.blocks} blocks of {B_TOPK} tokens, seed {r.seed}; O rescaled in blocks "
+                        f"{', '.join(map(str, r.rescale_blocks)) or 'none'}"),
             (f"FLOP per block (2 · {B_H} · {B_TOPK} · ({V32.d_q} + {V32.d_v}))", f"{flops:,}"),
-            (f"predicted throughput, {B200_SMS} SMs at {B200_CLOCK_GHZ} GHz",
-             f"{r.tflops_b200:,.0f} TFLOP/s (upper bound)"),
-            ("FlashMLA's published figure (B200)", f"up to {PUBLISHED_TFLOPS} TFLOP/s"),
-            (f"KV bytes per block ({B_TOPK} tokens × ({V32.tma_k_stride} B record + 4 B index))",
+            ("whole kernel: simulated cycles (Q load, first block and epilogue included)", f"{r.cycles_whole:,}"),
+            (f"whole kernel: TFLOP/s on {r.sm_count} SMs at {B200_CLOCK_GHZ} GHz", f"{r.tflops_whole:,.0f}"),
+            ("steady state: cycles per block (`sv_done` phase to phase, mean)", f"{r.cycles_per_block_steady:,.0f}"),
+            (f"steady state: TFLOP/s on {r.sm_count} SMs at {B200_CLOCK_GHZ} GHz", f"{r.tflops_steady:,.0f}"),
+            ("FlashMLA's published figure (B200, its own benchmark shapes)", f"up to {PUBLISHED_TFLOPS} TFLOP/s"),
+            (f"HBM bytes per block ({B_TOPK} tokens × ({V32.tma_k_stride} B record + 4 B index))",
              f"{hb['bytes_per_block']:,}"),
-            ("one SM's share of 8 TB/s HBM", f"{hb['bytes_per_cycle_per_sm']} B/cycle"),
-            ("HBM lower bound on cycles per block", f"{hb['min_cycles_per_block']:,.0f}")]
+            (f"one SM's share of {chip:.2f} TB/s (`hbm_bytes_per_cycle` / `sm_count`)",
+             f"{hb['bytes_per_cycle_per_sm']} B/cycle"),
+            ("HBM floor on cycles per block (bytes / share)", f"{hb['min_cycles_per_block']:,.0f}")]
     return "\n".join(["| quantity | value |", "|---|---|", *(f"| {a} | {b} |" for a, b in rows)])
+
+
+_UNIT_TEXT = {
+    "smem_port": ("shared-memory port", "cycles the SM's one shared-memory bandwidth moved bytes"),
+    "memory": ("memory link", "cycles the SM's share of HBM carried sectors"),
+    "tensor_pipe": ("tensor pipe", "cycles an MMA or `tcgen05.cp` held the pipe"),
+    "tmem_path": ("TMEM path", "cycles of `tcgen05.ld` / `st` column transfers"),
+    "issue": ("issue slots", "issue cycles summed over the 4 sub-partitions (the share: their mean)"),
+    "tma": ("TMA", "cycles with at least one TMA copy in flight (occupancy, not a rate limit)"),
+}
+
+
+def replay_units() -> str:
+    """Busy cycles per block of each unit in the replay (``units_per_block``), as a share of the steady-state
+    cycles per block."""
+    r = _replay()
+    cpb = r.cycles_per_block_steady
+    rows = []
+    for unit, busy in sorted(r.units_per_block.items(), key=lambda kv: -kv[1]):
+        name, what = _UNIT_TEXT.get(unit, (unit, ""))
+        share = "—" if unit == "tma" else f"{(busy / 4 if unit == 'issue' else busy) / cpb:.0%}"
+        rows.append(f"| {name} | {busy:,.0f} | {share} | {what} |")
+    return "\n".join(["| unit | busy cycles per block | share of the steady block | what is counted |",
+                      "|---|---|---|---|", *rows])
+
+
+def _measure(t):
+    from simtc.kernels.flashmla.replay import steady_cycles_per_block
+
+    return steady_cycles_per_block("v32", SENSITIVITY_BLOCKS, t)
+
+
+def _sensitivity():
+    """``(base, rows)``: the sensitivity of head64's steady-state cycles per block, as ``simtc timing sensitivity
+    flashmla-head64`` computes it (cached: one run per build)."""
+    if "sensitivity" not in _CACHE:
+        from simtc.engine.parameters import Timing
+        from simtc.engine.sensitivity import sensitivity
+
+        t = Timing("sm100")
+        base = float(_measure(t))
+        _CACHE["sensitivity"] = base, sensitivity(_measure, t, base=base)
+    return _CACHE["sensitivity"]
+
+
+def sensitivity_cli(top: int = 12) -> str:
+    """``simtc timing sensitivity flashmla-head64 --top 12`` as it prints (its own formatter, the rows computed
+    here with the same measure)."""
+    from simtc.cli.timing import _sensitivity_lines
+
+    base, rows = _sensitivity()
+    what = f"steady-state cycles per block, FlashMLA head64 V32, {SENSITIVITY_BLOCKS} blocks"
+    lines = _sensitivity_lines(what, base, [r.as_dict() for r in rows[:top]], ["x0.5", "x2"], 100)
+    return "\n".join(["```console", f"$ simtc timing sensitivity flashmla-head64 --top {top}", *lines, "```"])
+
+
+def sensitivity_table(top: int = 10) -> str:
+    """The ``top`` parameters head64's steady-state cycles per block rest on, with labels and the relative change
+    at x0.5 and x2; then the parameters that do not move it."""
+    base, rows = _sensitivity()
+    body = [f"| `{r.name}` | {r.value:g} {_cell(r.unit)} | {r.label} | {100 * r.down:+.1f} % | {100 * r.up:+.1f} % |"
+            for r in rows[:top]]
+    still = [f"`{r.name}`" for r in rows if r.effect == 0]
+    return "\n".join([f"Steady-state cycles per block at the table's values: {base:,.1f} (V32, {SENSITIVITY_BLOCKS} "
+                      "blocks, timing only, no O rescale).", "",
+                      "| parameter | value | label | x0.5 | x2 |", "|---|---|---|---|---|", *body, "",
+                      f"No effect at x0.5 or x2 ({len(still)} of {len(rows)}): {', '.join(still)}."])
+
+
+def slack_table() -> str:
+    """How much slack the dequant warpgroup's pipes have: the conversion and half-precision rates scaled down."""
+    from simtc.engine.parameters import Timing
+    from simtc.engine.sensitivity import sensitivity
+
+    base, _ = _sensitivity()
+    rows = sensitivity(_measure, Timing("sm100"), names=["cvt_lanes", "fp16_lanes"], factors=(0.5, 0.25), base=base)
+    body = [f"| `{r.name}` | {r.value:g} {_cell(r.unit)} | {r.label} | {100 * r.change(0.5):+.1f} % | "
+            f"{100 * r.change(0.25):+.1f} % |" for r in rows]
+    return "\n".join(["| parameter | value | label | x0.5 | x0.25 |", "|---|---|---|---|---|", *body])
+
+
+def dequant_step_check() -> str:
+    """FlashMLA's SM90 dequant step (8 fp8 values -> bf16) measured whole on the H200 (``simtc calibrate``) next to
+    the engine's prediction from the per-class rates, as ``tests/engine/test_timing.py`` computes it."""
+    import json
+
+    from simtc.engine import Engine
+    from simtc.engine.parameters import Timing
+    from simtc.isa import CudaCoreBlock, Program, Role
+
+    rec = json.loads((ROOT / "tests" / "data" / "h200_calibration.json").read_text(encoding="utf-8"))
+    step = rec["sass"]["cuda_core/dequant/throughput"]["per_step"]
+    runs = {r["warps_per_sp"]: r["cycles_per_step_per_sp"] for r in rec["cuda_core"]["dequant"]["throughput"]["runs"]}
+    rows = []
+    for wps in (1, 2, 4):
+        cycles = []
+        for steps in (8, 32):
+            blk = CudaCoreBlock("dequant", tuple((c, int(n) * steps) for c, n in step.items()))
+            prog = Program("dq", (Role("dq", tuple(range(4 * int(wps))), (blk,)),))
+            cycles.append(Engine(prog, timing=Timing("sm90")).run().cycles)
+        predicted = (cycles[1] - cycles[0]) / 24 / wps
+        rows.append(f"| {wps:g} | {predicted:.1f} | {runs[wps]:.1f} | {100 * (predicted / runs[wps] - 1):+.0f} % |")
+    sass = ", ".join(f"{_cell(c)} {n:g}" for c, n in step.items())
+    return "\n".join([f"SASS per step ({sum(step.values()):g} instructions): {sass}.", "",
+                      "| warps per sub-partition | engine (cycles per 8 values) | H200 measured | engine vs measured |",
+                      "|---|---|---|---|", *rows])
+
+
+def wgmma_lds_check() -> str:
+    """The H200's shared memory shared by an SS ``wgmma`` chain and LDS.128 streams (``simtc calibrate``), next to
+    what the engine's port gives them (the tensor reads first, the warps the cycles left)."""
+    import json
+
+    from simtc.engine.parameters import Timing
+
+    rec = json.loads((ROOT / "tests" / "data" / "h200_calibration.json").read_text(encoding="utf-8"))
+    w = rec["shared_memory"]["wgmma_lds"]
+    port = Timing("sm90")["smem_port_bytes_per_cycle"]
+    alone, both = w["wgmma_alone"], w["together"]
+    rows = [("`wgmma` m64n256k16 SS chain, alone", f"{alone['smem_bytes_per_cycle']:.1f}",
+             f"{alone['cycles_per_wgmma']:.1f} cycles per instruction"),
+            ("LDS.128 streams, alone", f"{w['lds_alone']['bytes_per_cycle']:.1f}", ""),
+            ("together: the `wgmma` chain", f"{both['wgmma_smem_bytes_per_cycle']:.1f}",
+             f"{both['cycles_per_wgmma']:.1f} cycles per instruction"),
+            ("together: the LDS.128 streams", f"{both['lds_bytes_per_cycle']:.1f}",
+             f"the engine gives them {port - both['wgmma_smem_bytes_per_cycle']:.1f} (the port's {port} less the "
+             "chain's)"),
+            ("together: sum", f"{both['sum_bytes_per_cycle']:.1f}", f"of the {port} B/cycle port")]
+    return "\n".join(["| H200, one SM | bytes per cycle | note |", "|---|---|---|",
+                      *(f"| {a} | {b} | {c} |" for a, b, c in rows)])
 
 
 def formats_link() -> str:
@@ -380,7 +657,11 @@ _GENERATED = {"imports": import_table, "tags": tag_table, "timing_sm100": lambda
               "calibration_h200": calibration_h200, "hazard_rules": hazard_rules_table,
               "hazard_catalogue": hazard_catalogue_table, "mutations": mutation_table,
               "alternatives": alternatives_table, "head64_barriers": head64_barrier_table,
-              "head64_counts": head64_counts_table, "replay_numbers": replay_numbers, "formats_link": formats_link}
+              "head64_counts": head64_counts_table, "replay_numbers": replay_numbers, "replay_units": replay_units,
+              "formats_link": formats_link, "mechanisms": mechanisms_table, "handlers": handler_table,
+              "params_cli": params_cli, "sensitivity_cli": sensitivity_cli, "sensitivity": sensitivity_table,
+              "slack": slack_table, "dequant_step": dequant_step_check, "wgmma_lds": wgmma_lds_check,
+              **{f"reads_{key}": (lambda key=key: parameters_read(key)) for key in _READS}}
 
 
 # ---- mkdocs events ------------------------------------------------------------------------------

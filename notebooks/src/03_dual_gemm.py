@@ -19,7 +19,8 @@
 # ISA 9.0, **[sass]** our sm_100a compile, **[inferred]** our reading, not documented. One rule
 # the whole technique rests on is **[inferred]**: that each lane half of a `.ws` M=64 MMA reads A
 # from its own 64 lanes. Nothing here has run on a Blackwell GPU, and every cycle count below is
-# the engine's timing model, whose parameters are labelled measured / derived / assumed (notebook 04).
+# the engine's timing model, whose parameters are labelled measured / documented / derived / assumed
+# (notebook 04); each statement of the exchange's cost below names the parameters it rests on.
 
 # %%
 import attrs
@@ -27,7 +28,11 @@ import numpy as np
 from IPython.display import display
 from rich.table import Table
 
-from simtc.engine import timing
+from simtc.engine import Engine
+from simtc.engine.handlers import parameters_of
+from simtc.engine.issue import block_cost
+from simtc.engine.parameters import LABELS, PARAMETERS
+from simtc.engine.sensitivity import sensitivity
 from simtc.kernels.flashmla import (
     B_TOPK,
     D_Q,
@@ -44,7 +49,7 @@ from simtc.kernels.flashmla import (
     replay_qk,
     split_dims,
 )
-from simtc.kernels.flashmla.alternatives import compare, exchange_cost, exchange_instructions
+from simtc.kernels.flashmla.alternatives import compare, exchange_cost, exchange_instructions, exchange_parameters
 from simtc.kernels.flashmla.plan import NOPE_TILE, NOPE_VIEW
 from simtc.kernels.flashmla.replay import make_inputs, replay
 from simtc.numerics import decode_bits, tensor_core_mma
@@ -66,7 +71,7 @@ from simtc.tmem import cp_shape, datapath_layout
 
 # %%
 inp = make_inputs("v32", blocks=4, seed=0)
-q, k = inp.q, inp.k[:B_TOPK]            # Q (64 x 576) and block 0's dequantized K (64 tokens x 576), bf16 values
+q, k = inp.q, inp.k_rows(0, B_TOPK)    # Q (64 x 576) and block 0's dequantized K (64 tokens x 576), bf16 values
 cta = Cta()
 tm, sm = replay_qk(q, k, cta=cta)
 TmemMapView(regions=TMEM_V32)
@@ -267,10 +272,10 @@ print(f"{sum(per_block.values()):>3}  instructions per softmax thread per block;
 
 # %% [markdown]
 # **Cycles, from the engine's trace.** For each block and softmax warp: how much later the second P
-# load completes than the first (the warp's `wait::ld` waits for both), the span from the first
-# `st.shared` to the instruction after the last `ld.shared` (stores, pair barrier wait, loads), and
-# the 16 `FADD2` at the model's issue interval. "softmax span" is the warp's time from seeing
-# `qk_done` to arriving on `so_ready` (P in, S out): the part of the loop the exchange lengthens.
+# load completes than the first (the warp's `wait::ld` waits for both), and the span from the first
+# `st.shared` to the issue of the block that adds the halves (stores, pair barrier wait, loads) — what
+# `alternatives.exchange_cost` measures. "softmax span" is the warp's time from seeing `qk_done` to
+# arriving on `so_ready` (P in, S out): the part of the loop the exchange lengthens.
 
 # %%
 eng = run.engine
@@ -282,9 +287,8 @@ seen: dict[tuple[int, int, str], int] = {}
 for e in eng.trace:
     if e.role == "softmax" and e.index >= 0:
         seen.setdefault((e.warp, e.index, e.kind), e.cycle)
-fadd2_cycles = per_block["FADD2"] * eng.costs.p("fma2_ii")
-cost = Table(title="Exchange and reduction per block (mean of warps 0-3), cycles from the replay's trace")
-for col in ("block", "2nd tcgen05.ld", "st / bar / ld.shared", "FADD2", "exchange total", "softmax span", "share"):
+cost = Table(title="Exchange per block (mean of warps 0-3), cycles from the replay's trace")
+for col in ("block", "2nd tcgen05.ld", "st / bar / ld.shared", "exchange", "softmax span", "share"):
     cost.add_column(col, justify="right")
 exchange_cycles, spans = [], []
 for b, s in enumerate(block_starts):
@@ -295,28 +299,74 @@ for b, s in enumerate(block_starts):
     ld2 = np.mean([seen[w, s + 1, "complete"] - seen[w, s, "complete"] for w in range(4)])
     smem = np.mean([seen[w, last_ld + 1, "issue"] - seen[w, first_st, "issue"] for w in range(4)])
     span = np.mean([seen[w, so_arrive, "issue"] - seen[w, qk_wait, "resume"] for w in range(4)])
-    exchange_cycles.append(ld2 + smem + fadd2_cycles)
+    exchange_cycles.append(ld2 + smem)
     spans.append(span)
-    cost.add_row(str(b), f"{ld2:.0f}", f"{smem:.0f}", str(fadd2_cycles), f"{exchange_cycles[-1]:.0f}", f"{span:.0f}",
+    cost.add_row(str(b), f"{ld2:.0f}", f"{smem:.0f}", f"{exchange_cycles[-1]:.0f}", f"{span:.0f}",
                  f"{exchange_cycles[-1] / span:.0%}")
 display(cost)
 print(f"mean {np.mean(exchange_cycles):.0f} cycles per block (alternatives.exchange_cost: {exchange_cost(eng):.0f}); "
-      f"the whole kernel takes {run.cycles_per_block:.0f} cycles per block (between sv_done phases)")
+      f"the whole {run.blocks}-block request takes {run.cycles_whole:,} cycles, {run.cycles_per_block_steady:,.0f} "
+      "per block in the steady state (between sv_done phases)")
 
 # %% [markdown]
-# The parameters behind those cycles, with their labels — most are **assumed** (no public B200
-# measurement of `tcgen05.ld` or shared-memory timing exists; `docs/fidelity.md`):
+# **The 16 `FADD2`.** They sit inside the CUDA-core block that adds the halves, masks and takes the row
+# max, so the span above ends where they begin. What they add to that block comes from the issue model
+# (`simtc.engine.issue.block_cost`: issue-slot cycles, the cycles each pipe is held, the dependent
+# chain's latency, and what bounds the block alone) — the block as the kernel has it, and without them:
 
 # %%
-for name in ("tcgen05_ld_fixed", "tcgen05_ldst_columns_per_cycle", "smem_ld_latency", "named_barrier_resume",
-             "fma2_ii"):
-    prm = timing.parameter("sm100", name)
-    print(f"{name:<32} {prm.value:>4} {prm.unit:<32} {prm.label}")
+add = next(r for r in softmax.records if getattr(r, "name", "") == "add, mask, row max")
+no_fadd2 = attrs.evolve(add, counts=tuple(x for x in add.counts if x[0] != "FADD2"),
+                        chain=tuple(x for x in add.chain if x[0] != "FADD2"))
+with_fadd2, without_fadd2 = block_cost(add, eng.timing), block_cost(no_fadd2, eng.timing)
+for what, c in (("with the 16 FADD2", with_fadd2), ("without them", without_fadd2)):
+    print(f"{what:<18} issue {c.issue:>3}, pipes {dict(c.pipes)}, chain {c.chain:>3} -> {c.duration} cycles "
+          f"(bound: {c.bound})")
+fadd2_cycles = with_fadd2.duration - without_fadd2.duration
+
+
+def fadd2_at(t):
+    return block_cost(add, t).duration - block_cost(no_fadd2, t).duration
+
+
+add_reads = parameters_of(add)
+fadd2_moves = [n for n in add_reads if any(fadd2_at(eng.timing.scaled(n, f)) != fadd2_cycles for f in (0.5, 2))]
+add_rests = [f"{n} [{PARAMETERS['sm100'][n].label}]" for n in fadd2_moves]
+print(f"the FADD2 add {fadd2_cycles} cycles to the block alone; of the {len(add_reads)} parameters the block's cost "
+      f"reads, halving or doubling these moves that figure: {', '.join(add_rests)}")
+
+# %% [markdown]
+# **What the exchange's cycles rest on.** `exchange_parameters` lists every timing parameter the
+# exchange's records read — the extra `tcgen05.ld`, the `st.shared` / `ld.shared`, the pair barrier
+# and the add block — with its value and label. Halving and doubling each one in turn and rerunning the
+# same Program (timing only) shows which of them the trace's figure actually moves with:
+
+# %%
+rests = exchange_parameters(eng.program)
+
+
+def exchange_at(t):
+    return exchange_cost(Engine(eng.program, mode="timing", check=False, timing=t).run())
+
+
+ex_base = exchange_at(eng.timing)
+ex_rows = sensitivity(exchange_at, eng.timing, names=[p["name"] for p in rests], base=ex_base)
+ex_table = Table(title=f"The exchange's {ex_base:.0f} cycles per block: the parameters they rest on")
+for col in ("parameter", "value", "unit", "label", "x0.5", "x2"):
+    ex_table.add_column(col, justify="right" if col in ("value", "x0.5", "x2") else "left")
+for row in ex_rows:
+    ex_table.add_row(row.name, f"{row.value:g}", row.unit, row.label, f"{row.down:+.1%}", f"{row.up:+.1%}")
+display(ex_table)
+rests_text = ", ".join(f"{p['name']} [{p['label']}]" for p in rests)
+top = ex_rows[0]
+print(f"{ex_base:.0f} cycles per block rest on {rests_text}; they move most with {top.name} [{top.label}] "
+      f"(x0.5: {top.down:+.0%}, x2: {top.up:+.0%}): the exchange is a round trip through shared memory, whose "
+      "one port the MMAs' operands, the TMA writes and the dequant also use")
 
 # %% [markdown]
 # ## 7. The alternatives, on the same inputs, engine and checker
 #
-# Is the exchange worth ≈ 10 % of a block? Compare the designs that avoid it (fact sheet §14;
+# Is the exchange worth its cycles? Compare the designs that avoid it (fact sheet §14;
 # `simtc.kernels.flashmla.alternatives`, also `simtc compare flashmla-head64` in a shell). Each
 # variant is the kernel's Program transformed and replayed on the same 4-block request — or, where it
 # does not fit, the refusal simtc's TMEM allocator and `tcgen05.cp` give, with the rule broken:
@@ -347,6 +397,7 @@ for v in variants.values():
 display(alt)
 for v in variants.values():
     print(f"{v.name:<18} checked: {v.checks}")
+print(f"\nexch. cyc of the dual GEMM rests on: {', '.join(variants['dual-gemm'].exchange_rests_on)}")
 for name in ("dual-gemm", "duplicated-q", "ss-q-smem"):
     print(f"\n{name}: {variants[name].why}")
 
@@ -374,20 +425,24 @@ print(f"P_lo / P_hi bit-exact: {p_exact}; one instruction = two products: {two_p
 # %% [markdown]
 # **Q2. Is there reduction overhead, and why is it still worth it?** Yes. Every block, each softmax
 # thread issues one extra TMEM load, 8 + 8 shared-memory stores and loads, a pair barrier and 16 packed
-# adds; in the engine's model that costs about a tenth of a block's cycles, on the softmax's part of
-# the loop. P takes twice the TMEM columns, and the exchange needs a 16 KiB buffer (shared with S).
+# adds, on the softmax's part of the loop; the engine's cycle count for it is printed below with the
+# parameters it rests on (§6: mostly assumed, and it moves most with the shared-memory port's
+# bandwidth). P takes twice the TMEM columns, and the exchange needs a 16 KiB buffer (shared with S).
 # It pays in **capacity and bandwidth**, not in tensor-core FLOPs: with Q duplicated in both lane halves
 # TMEM overflows and simtc's allocator refuses it; with Q resident in shared memory the plan overflows
 # the 227 KiB and every QK instruction reads A from shared memory too. In this model the SS design is
-# about as fast per block — the gain is that the dual GEMM fits at all.
+# also slower per block — twice the QK operand bytes through the shared-memory port and a busier tensor
+# pipe — but the decisive point is that the dual GEMM fits at all.
 
 # %%
 dual, dup, ss = variants["dual-gemm"], variants["duplicated-q"], variants["ss-q-smem"]
 qk_smem = {v.name: v.smem_bytes_per_qk_mma * (v.mma_per_block - pv_per_block) for v in (dual, dup, ss)}
 overhead = dual.exchange_cycles_per_block / dual.cycles_per_block
 print(f"overhead: {dual.exchange_instructions} instructions per softmax thread per block, "
-      f"{dual.exchange_cycles_per_block:.0f} of {dual.cycles_per_block:.0f} cycles per block ({overhead:.0%}); "
-      f"P {B_TOPK} TMEM columns instead of {B_TOPK // 2}; exchange buffer {SMEM_V32['p_exchange_buf'].size:,} B")
+      f"{dual.exchange_cycles_per_block:.0f} of {dual.cycles_per_block:.0f} cycles per block ({overhead:.0%}) in the "
+      f"engine's model, resting on {', '.join(dual.exchange_rests_on)}; the FADD2 add {fadd2_cycles} more to the add "
+      f"block alone (moving with {', '.join(add_rests)}); P {B_TOPK} TMEM columns instead of {B_TOPK // 2}; "
+      f"exchange buffer {SMEM_V32['p_exchange_buf'].size:,} B")
 print(f"TMEM: dual {dual.tmem_columns} columns vs duplicated Q {dup.tmem_columns} (of 512) -> fits: "
       f"{dual.fits} / {dup.fits}")
 print(f"SMEM: dual {dual.smem_bytes:,} B vs Q resident {ss.smem_bytes:,} B (limit {SMEM_CAPACITY['sm100']:,}) -> fits: "
@@ -395,7 +450,8 @@ print(f"SMEM: dual {dual.smem_bytes:,} B vs Q resident {ss.smem_bytes:,} B (limi
 print(f"QK operand bytes from SMEM per block: dual {qk_smem['dual-gemm']:,.0f} vs SS {qk_smem['ss-q-smem']:,.0f}; "
       f"QK instructions from one thread: {len(mmas)} vs {ss.mma_per_block - pv_per_block}")
 print(f"cycles per block (model): dual {dual.cycles_per_block:.0f}, SS {ss.cycles_per_block:.0f}, "
-      f"prefill-style overlap {variants['prefill-overlap'].cycles_per_block:.0f}")
+      f"prefill-style overlap {variants['prefill-overlap'].cycles_per_block:.0f}; tensor pipe busy per block: dual "
+      f"{dual.tensor_pipe_busy_per_block:.0f}, SS {ss.tensor_pipe_busy_per_block:.0f}")
 
 # %% [markdown]
 # ## What this notebook showed (checked)
@@ -416,12 +472,21 @@ assert p_exact == {"P_lo": True, "P_hi": True} and np.abs(p_sum - exact).max() <
 assert run.ok and run.p_bit_exact and not run.hazards and run.per_block["tcgen05.mma.ws"] == 26
 # the exchange: 34 instructions per thread per block, its cycles counted in the engine's (simulated) trace
 assert per_block == {"LDTM.x32 (extra)": 1, "STS.128": 8, "LDS.128": 8, "FADD2": 16, "BAR.SYNC (pair)": 1}
-assert abs(np.mean(exchange_cycles) - exchange_cost(eng)) < 1e-6 and 0.05 < overhead < 0.2
+assert abs(np.mean(exchange_cycles) - exchange_cost(eng)) < 1e-6 and 0 < overhead < 1
+assert all(0 < c < s for c, s in zip(exchange_cycles, spans, strict=True))   # a part of the softmax's span
+# the FADD2 in the add block: 16 more issue cycles, the block alone no faster without them
+assert with_fadd2.issue - without_fadd2.issue == 16 and fadd2_cycles >= 0 and set(fadd2_moves) <= set(add_reads)
+# every statement of the exchange's cost names its parameters: the same set in the notebook and the alternatives
+assert [f"{p['name']} [{p['label']}]" for p in rests] == list(dual.exchange_rests_on) and rests
+assert all(p["label"] in LABELS for p in rests) and {r.name for r in ex_rows} == {p["name"] for p in rests}
+assert sum(p["label"] == "assumed" for p in rests) > len(rests) / 2                  # "mostly assumed"
+assert ex_base == exchange_cost(eng) and ex_rows[0].effect > 0 and ex_rows[0].name == "smem_port_bytes_per_cycle"
 # Q1: no second loop -- 18 straight-line QK MMAs per block cover 2 x 288 = 576 dims
 assert len(mmas) * 16 * 2 == D_Q and len(qk_records) == len(mmas) * run.blocks
 # Q2: it is worth it because the alternatives do not fit
 assert (dual.tmem_columns, dup.tmem_columns) == (464, 576) and dual.fits and not dup.fits
 assert ss.smem_bytes > SMEM_CAPACITY["sm100"] >= dual.smem_bytes and not ss.fits
 assert qk_smem["ss-q-smem"] == 2 * qk_smem["dual-gemm"] == 2 * 18 * 4096
-assert abs(ss.cycles_per_block - dual.cycles_per_block) < 0.05 * dual.cycles_per_block   # "about as fast"
+assert ss.cycles_per_block > dual.cycles_per_block                    # in this model SS is slower per block too
+assert ss.tensor_pipe_busy_per_block > dual.tensor_pipe_busy_per_block
 print("all facts of notebook 03 hold")

@@ -9,27 +9,35 @@
 #
 # 1. what does one block's timeline look like (the Gantt view)?
 # 2. who waits on what — stepping the simulation and taking snapshots;
-# 3. where does the time go — barrier waits by role, the critical path, busy cycles per role and unit;
-# 4. which timing parameters produced those cycles, and how sure are we of each (measured / derived / assumed)?
+# 3. where does the time go — barrier waits by role, the critical path, busy cycles per role and unit,
+#    the whole kernel's time and what binds the steady state;
+# 4. which timing parameters produced those cycles, how sure are we of each (measured / documented / derived /
+#    assumed), and which of them the answer rests on?
 # 5. what does the hazard checker say when a fence is removed — and about the fixed twin?
 #
 # The engine (`simtc.engine.Engine`) runs each warp as a SimPy process over the kernel's instruction
-# records and models the tensor pipe, TMA, the TMEM load/store path and the shared-memory port as
-# units. Its cycles are a **model**: no Blackwell GPU has checked them, and most parameters are
-# assumed (section 4). The replay is the one notebook 03 uses (`simtc replay flashmla-head64` in a shell).
+# records, beside small mechanism modules: the tensor pipe, the copy engine (TMA), the TMEM load/store
+# path, the one shared-memory port every reader and writer draws from, the CUDA cores' issue slots and
+# pipes, and L2/HBM (a per-SM share of the chip's bandwidth, latency growing with the bytes queued).
+# Its cycles are a **model**: no Blackwell GPU has checked them; every number it reads is a labelled
+# parameter (section 4). The replay is the one notebook 03 uses (`simtc replay flashmla-head64` in a shell).
 
 # %%
-from collections import defaultdict
+from collections import Counter, defaultdict
 
 from IPython.display import display
 from rich.table import Table
 
 from simtc.engine import Engine, timing
-from simtc.engine.costs import mma_spec_of
+from simtc.engine.handlers import parameters_of
 from simtc.engine.hazards import RULES
+from simtc.engine.parameters import PARAMETERS, Timing
+from simtc.engine.sensitivity import sensitivity
+from simtc.engine.tensor_pipe import mma_spec_of
 from simtc.kernels import hazards as catalogue
 from simtc.kernels.flashmla.mutations import CATALOGUE as MUTATIONS
-from simtc.kernels.flashmla.replay import replay
+from simtc.kernels.flashmla.replay import B200_CLOCK_GHZ, PUBLISHED_TFLOPS, replay, steady_cycles_per_block
+from simtc.render.timeline import TimelineView
 
 # %% [markdown]
 # ## 1. One block's timeline
@@ -43,7 +51,7 @@ from simtc.kernels.flashmla.replay import replay
 run = replay("v32", blocks=1, seed=0, keep_engine=True)
 eng = run.engine
 print(run.summary())
-eng.timeline(width=100)
+TimelineView(eng, width=100)
 
 # %% [markdown]
 # Reading it left to right (§6.8): the MMA warp loads Q by TMA (`q_tma`) and copies it into TMEM
@@ -52,7 +60,11 @@ eng.timeline(width=100)
 # warpgroup turns fp8 into bf16 K (`nope_ready`); the MMA warp issues 18 QK MMAs (`qk_done`); the softmax
 # warpgroup reads P, exchanges the halves (named barriers 10, 11), writes S (`so_ready`); 8 PV MMAs
 # (`sv_done`); and the epilogue stores O by TMA. With one block nothing overlaps: most of the time is
-# TMA latency from global memory (a fixed latency fitted to public measurements; no L2/HBM simulation).
+# the gathers from global memory. The memory model (`simtc.engine.memory`) gives each request the DRAM
+# round trip (`dram_latency`, measured by a pointer chase on our H200, `tests/data/h200_memory_latency.json`,
+# assumed equal on the B200) after its bytes have crossed the SM's share of the chip's HBM bandwidth
+# (`hbm_bytes_per_cycle / sm_count`, derived from a published B200 measurement), queued behind the bytes
+# booked before them.
 
 # %% [markdown]
 # ## 2. Who waits on what: step and snapshot
@@ -148,22 +160,30 @@ for who, c0, c1, n, what in segments:
 display(crit_table)
 
 # %% [markdown]
-# With a single block the path is latency: the TMA gathers from global memory (the model's fixed
-# DRAM latency), the QK and PV MMAs, then the softmax warps' epilogue ending in the O store by TMA.
+# With a single block the path is latency: it starts at the MMA warp's Q copies into TMEM (which waited
+# for Q's own TMA load from global memory), runs through the MMA warp to the block's `sv_done`, then
+# through the softmax warps' epilogue (three `wg0_sync` barriers, bar 9) ending in the O store by TMA.
 # With more blocks the producers run up to two blocks ahead (the KV ring has two buffers) and the
 # steady-state loop is softmax(i) → PV(i) + QK(i+1) on the tensor pipe → softmax(i+1): QK(i+1) waits
 # for `so_ready(i)` because P has one buffer (§6.8). Four blocks of the same request (timing only: no
-# data, so the data-dependent O rescale is assumed not to fire in any block):
+# data, so the data-dependent O rescale is assumed not to fire in any block).
+# The **whole kernel** first — the request's FLOPs over all its cycles, Q load, first block and
+# epilogue included, as if every SM of a B200 ran such a request — then the steady state, the time
+# between consecutive blocks' `sv_done`:
 
 # %%
 run4 = replay("v32", blocks=4, seed=0, timing_only=True, keep_engine=True)
-print(f"{run4.cycles:,} cycles for 4 blocks, {run4.cycles_per_block:.0f} per block in the steady state "
-      f"(one block alone: {run.cycles:,})")
-run4.engine.timeline(width=100, barriers=False)
+b200 = f"{run4.sm_count}-SM B200 at {B200_CLOCK_GHZ} GHz"
+print(f"whole kernel: {run4.cycles_whole:,} cycles for 4 blocks -> {run4.tflops_whole:.0f} TFLOP/s on a {b200} "
+      f"(FlashMLA publishes up to {PUBLISHED_TFLOPS} for its own benchmark shapes)")
+print(f"steady state: {run4.cycles_per_block_steady:,.0f} cycles per block -> {run4.tflops_steady:.0f} TFLOP/s "
+      f"(one block alone: {run.cycles_whole:,} cycles)")
+TimelineView(run4.engine, width=100, barriers=False)
 
 # %% [markdown]
 # **Busy and waiting cycles per role** (mean over the role's warps; busy = issuing or holding an issue
-# slot) and **busy cycles per unit**:
+# slot) and **busy cycles per unit** of the one-block run (`issue`: the four sub-partitions' issue slots
+# together):
 
 # %%
 per_role, units = eng.per_role(), eng.units()
@@ -178,16 +198,33 @@ for unit, v in units.items():
     print(f"{unit:<12} busy {v['busy_cycles']:>6,} cycles ({v['busy_cycles'] / eng.cycles:.0%} of the run)")
 
 # %% [markdown]
-# ## 4. The timing model behind those cycles
-#
-# Every cycle count comes from one labelled table (`simtc.engine.timing.PARAMETERS`): **measured**
-# (our own hardware runs), **derived** (computed from public measurements, the formula stated), or
-# **assumed** (no measurement exists; a documented guess). The parameters this run used — those the
-# cost model read, plus the tensor-pipe model's parameters for the QK and PV instructions:
+# **Busy units with four blocks.** The units now overlap. Their busy cycles per block
+# (`units_per_block`: the run's busy cycles over its blocks; `issue` is per sub-partition here, the four
+# issue slots' sum divided by four; `tma` counts cycles with at least one copy in flight, latency
+# included) set against the whole run's cycles per block show which are close to full. A busy unit need
+# not be the one that binds — section 4 scales each parameter to find out.
 
 # %%
-used = {p["name"]: timing.parameter("sm100", p["name"]) for p in eng.costs.parameters()}
-mma_role = next(r for r in eng.program.roles if r.name == "mma")
+sub_partitions = Timing("sm100")["sub_partitions"]
+whole_per_block = run4.cycles_whole / run4.blocks
+busy4 = {u: v / (sub_partitions if u == "issue" else 1) for u, v in run4.units_per_block.items()}
+for unit, busy in sorted(busy4.items(), key=lambda kv: -kv[1]):
+    print(f"{unit:<12} {busy:>7,.0f} busy cycles per block ({busy / whole_per_block:.0%} of the whole run's "
+          f"{whole_per_block:,.0f} cycles per block)")
+
+# %% [markdown]
+# ## 4. The timing model behind those cycles
+#
+# Every cycle count comes from one labelled table (`simtc.engine.parameters.PARAMETERS`): **measured**
+# (read off real hardware: a third party's published data or a recording in this repository),
+# **documented** (a vendor document), **derived** (arithmetic on measured or documented figures, the
+# source says whose), or **assumed** (no measurement and no document; the rationale stated). The
+# parameters this run read — those each record's handler reads (`simtc.engine.handlers.parameters_of`),
+# plus the tensor-pipe model's parameters for the QK and PV instructions:
+
+# %%
+used = {n: PARAMETERS["sm100"][n] for role in eng.program.roles for r in role.records for n in parameters_of(r)}
+mma_role = eng.program.role("mma")
 for rec in {type(r).__name__ + str(r.idesc): r for r in mma_role.records if hasattr(r, "idesc")}.values():
     spec = mma_spec_of(rec)
     for prm in timing.predict_mma("sm100", spec.m, spec.n, operands=spec.operands, ws=spec.ws).parameters:
@@ -200,7 +237,43 @@ for prm in sorted(used.values(), key=lambda p: (p.label, p.name)):
     param_table.add_row(prm.name, f"{prm.value:g}", prm.unit, prm.label, src)
 display(param_table)
 labels = {lab: sum(p.label == lab for p in used.values()) for lab in timing.LABELS}
-print("labels:", labels, "| the sm90 table has measured parameters (our H200 runs); sm100 has none")
+from_h200 = sorted(p.name for p in used.values() if p.label == "assumed" and "measured on the H200" in p.source)
+print("labels:", labels)
+print(f"no sm100 parameter is measured on a Blackwell GPU; {len(from_h200)} of the assumed ones were measured on our "
+      "H200 (simtc calibrate, tests/data/h200_calibration.json) and are assumed equal on the B200, e.g. "
+      f"{', '.join(from_h200[:4])}")
+print("sm90 labels:", dict(Counter(p.label for p in PARAMETERS["sm90"].values())))
+
+# %% [markdown]
+# **Which of them the answer rests on** (`simtc timing sensitivity flashmla-head64` in a shell): the
+# steady-state cycles per block of a 12-block request, with each parameter in turn halved and doubled.
+# The parameters that move it most come first, with their labels — an answer that moves with an
+# *assumed* parameter is only as good as that assumption:
+
+# %%
+def steady(t):
+    return steady_cycles_per_block("v32", 12, timing=t)
+
+
+base = steady(Timing("sm100"))
+rests_on = sensitivity(steady, Timing("sm100"), base=base)
+sens_table = Table(title=f"steady-state cycles per block, 12 blocks: {base:,.0f} at the table's values")
+for col in ("parameter", "label", "value", "x0.5", "x2"):
+    sens_table.add_column(col, justify="left" if col in ("parameter", "label") else "right")
+for row in rests_on[:10]:
+    sens_table.add_row(row.name, row.label, f"{row.value:g}", f"{row.down:+.1%}", f"{row.up:+.1%}")
+display(sens_table)
+print(f"what binds first: {rests_on[0].name} [{rests_on[0].label}]; "
+      f"{sum(r.effect == 0 for r in rests_on)} of {len(rests_on)} parameters do not move this answer")
+
+# %% [markdown]
+# A unit can be busy and still have **slack**: halving its rate then changes nothing, because another
+# unit binds. The dequant warps' fp8 → bf16 conversions are an example — scale their pipe's rate
+# (`cvt_lanes`) further to see where the slack runs out:
+
+# %%
+cvt = sensitivity(steady, Timing("sm100"), names=["cvt_lanes"], factors=(0.25, 0.5, 2, 4), base=base)[0]
+print(f"cvt_lanes [{cvt.label}] = {cvt.value:g} {cvt.unit}: " + ", ".join(f"x{f:g} {c:+.1%}" for f, c in cvt.changes))
 
 # %% [markdown]
 # ## 5. Remove a fence: what the hazard checker says
@@ -263,9 +336,14 @@ assert segments[-1][0] == "softmax" and any(s[0] == "mma" for s in segments)
 assert all(v["busy_cycles"] + v["waiting_cycles"] <= eng.cycles for v in per_role.values())
 assert max(units, key=lambda u: units[u]["busy_cycles"]) == "tma" and units["tensor_pipe"]["busy_cycles"] > 0
 assert run4.cycles_per_block < run.cycles                                # blocks overlap in the pipeline
+# the whole kernel (ramp and epilogue included) is slower per block than the steady state
+assert run4.cycles_whole > 4 * run4.cycles_per_block_steady and run4.tflops_whole < run4.tflops_steady
 # every parameter is labelled; the B200 table has no measured one
 assert set(labels) == set(timing.LABELS) and sum(labels.values()) == len(used) and labels["measured"] == 0
-assert all(p.source for p in used.values())
+assert all(p.source for p in used.values()) and from_h200
+# what the answer rests on: sorted by effect; something binds; the conversions have slack at x0.5, not at x0.25
+assert [r.effect for r in rests_on] == sorted((r.effect for r in rests_on), reverse=True) and rests_on[0].effect > 0.05
+assert all(r.label in timing.LABELS for r in rests_on) and abs(cvt.change(0.5)) < abs(cvt.change(0.25))
 # the hazard checker: a missing fence is flagged with its rule, the fixed twin is clean
 assert {h.rule for h in bug.hazards} == {"missing-after-thread-sync-fence"} and fixed.clean
 assert mutation.caught_by in {h["rule"] for h in mutated.hazards} and not mutated.ok and run.ok

@@ -7,10 +7,11 @@
   ``{name, label, value, unit, "x0.5", "x2", source}``. NAME is
   ``flashmla-head64`` (the answer: steady-state cycles per block of a timing-only replay) or a Program
   (``simtc program --list``, or a Program JSON file; the answer: its cycles).
-* ``simtc timing mma`` -- builds the microbenchmark Programs of ``timing.md`` §1.1 (latency: one MMA + commit +
-  mbarrier wait by the issuing warp; II: back-to-back chains, slope over depths) and runs them on the
-  cycle-level engine; prints ``{"latency_cycles", "ii_cycles", "parameters": [...]}`` with ``--json``. Illegal
-  combinations (``.ws`` with ``cta_group::2``, RS on sm100, TS on sm90 ...) are refused naming the rule (exit 2).
+* ``simtc timing mma`` -- builds the microbenchmark Programs SemiAnalysis's B200 data was measured with
+  (latency: one MMA + commit + mbarrier wait by the issuing warp; II: back-to-back chains, slope over depths)
+  and runs them on the cycle-level engine; prints ``{"latency_cycles", "ii_cycles", "parameters": [...]}`` with
+  ``--json``. Illegal combinations (``.ws`` with ``cta_group::2``, RS on sm100, TS on sm90 ...) are refused naming
+  the rule (exit 2).
 """
 
 from __future__ import annotations
@@ -105,7 +106,7 @@ def run_mma_cmd(args) -> int:
                 cta_group=args.cta_group)
     notes = []
     if args.ws:
-        notes.append("no .ws latency has been measured (timing.md §2, §6): the latency composes the non-.ws fixed "
+        notes.append("no .ws latency has been published: the latency composes the non-.ws fixed "
                      "costs with the .ws streaming time [inferred]; the .ws II is calibrated on GB200 measurements")
     r = {**r, "notes": notes}
     title = f"simtc timing mma: {r['instruction']}"

@@ -2,11 +2,12 @@
 
 It walks through the dual GEMM with numbers from the simulator itself: Q's placement in TMEM by
 ``tcgen05.cp``, the 128-row aliased view of K, one instruction computing two independent 64x64x16
-products, the 18 QK instructions filling the TMEM map, the P_lo/P_hi exchange and its cost on the engine,
-one replay's timeline, the comparison with the design alternatives, and the replay's checks (P
-bit-exact, O / LSE errors, instruction counts, no hazards), ending with ``PASS`` (exit 0) or ``FAIL``
-(exit 1). It answers the two questions of ``flashmla_head64.md`` §13 with the replay's numbers. Text
-follows the terminal width (``--width`` to force one).
+products, the 18 QK instructions filling the TMEM map, the P_lo/P_hi exchange and its cost on the engine
+(with the labelled timing parameters that cost rests on), one replay's timeline, the comparison with the
+design alternatives, the replay's checks (P bit-exact, O / LSE errors, instruction counts, no hazards)
+and the predicted throughput, whole kernel first, ending with ``PASS`` (exit 0) or ``FAIL`` (exit 1). It
+answers the two questions of ``flashmla_head64.md`` §13 with the replay's numbers. Text follows the
+terminal width (``--width`` to force one).
 """
 
 from __future__ import annotations
@@ -130,13 +131,16 @@ def tour_lines(width: int, blocks: int = 4) -> tuple[list[str], bool]:
 
     rows = compare("v32", blocks, 0)
     base = rows[0]
+    rests = base.exchange_rests_on
+    assumed = sum(x.endswith("[assumed]") for x in rests)
     head("5. The exchange: the reduction the dual GEMM costs")
     say(f"Warps 0/2 and 1/3 swap half rows through a 16 KiB shared buffer and add: per softmax thread per block "
         f"{base.exchange_instructions} extra instructions (1 LDTM.x32, 8 STS.128, 8 LDS.128, 16 FADD2, one 64-thread "
-        f"barrier). On the engine (a model: its B200 timing parameters are derived or assumed, none measured on a "
-        f"Blackwell GPU here): {base.exchange_cycles_per_block:.0f} cycles per block on a softmax warp, "
-        f"{100 * base.exchange_cycles_per_block / base.cycles_per_block:.0f}% of the "
-        f"{base.cycles_per_block:.0f} cycles a block takes.")
+        f"barrier). On the engine (a model, not checked on a Blackwell GPU): {base.exchange_cycles_per_block:.0f} "
+        f"cycles per block on a softmax warp (from the trace: the second P load, stores, pair barrier and loads), "
+        f"{100 * base.exchange_cycles_per_block / base.cycles_per_block:.0f}% of the {base.cycles_per_block:.0f} "
+        f"steady-state cycles per block. That figure rests on {len(rests)} timing parameters, {assumed} of them "
+        f"assumed: {', '.join(rests)}.")
 
     head("6. The replay's timeline")
     from simtc.render.export import to_text
@@ -150,6 +154,8 @@ def tour_lines(width: int, blocks: int = 4) -> tuple[list[str], bool]:
 
     table = table_lines(rows, width)
     out.extend(table[:table.index(next(x for x in table if x.startswith("TMEM = columns")))])
+    say("exch cyc = the exchange's cycles per block on a softmax warp (engine trace), resting on the parameters "
+        "named in step 5.")
     dup, ss, fsplit, ovl, col = rows[1], rows[2], rows[4], rows[5], rows[6]
     say(f"Duplicated Q needs {dup.tmem_columns} TMEM columns: refused (tcgen05.alloc cannot exceed 512). Q resident "
         f"in SMEM needs {ss.smem_bytes:,} B of shared memory (limit 232,448) and reads "
@@ -163,8 +169,8 @@ def tour_lines(width: int, blocks: int = 4) -> tuple[list[str], bool]:
     say(f"Q1: K is halved because each .ws M=64 N=128 instruction computes two 64x64x16 products in its two lane "
         f"halves, fed by where Q (tcgen05.cp) and K (the 128-row view) were placed; {len(qks)} instructions, no "
         "second loop.", "  ")
-    say(f"Q2: yes, the softmax pays {base.exchange_instructions} instructions and about "
-        f"{base.exchange_cycles_per_block:.0f} cycles per block for the exchange. It pays because Q stays in TMEM "
+    say(f"Q2: yes, the softmax pays {base.exchange_instructions} instructions per block for the exchange (their "
+        "cycles on the engine, and the parameters these rest on, in step 5). It pays because Q stays in TMEM "
         f"without duplication ({base.tmem_columns} instead of {dup.tmem_columns} columns) and out of shared memory "
         f"(which is full: {base.smem_bytes:,} of 232,448 B), with half the QK instructions ({len(qks)} instead of "
         f"{2 * len(qks)}) and no A traffic from shared memory.", "  ")
@@ -186,10 +192,15 @@ def tour_lines(width: int, blocks: int = 4) -> tuple[list[str], bool]:
     ]
     for text, ok in checks:
         out.extend(_wrap(f"[{'ok' if ok else 'FAIL'}] {text}", width, "  "))
-    say(f"Throughput: {r.tflops_b200:.0f} TFLOP/s predicted for a {B200_SMS}-SM B200 at {B200_CLOCK_GHZ} GHz "
-        f"({r.cycles_per_block:.0f} cycles per block; the SM's HBM share of {hb['bytes_per_cycle_per_sm']} B/cycle "
-        f"needs at least {hb['min_cycles_per_block']:.0f}); FlashMLA publishes up to {PUBLISHED_TFLOPS}. An upper "
-        "bound: no HBM/L2 latency or contention, TMA gather4 throughput unknown, no scheduler or combine kernel.")
+    say(f"Throughput predicted for a {B200_SMS}-SM B200 at {B200_CLOCK_GHZ} GHz, every SM running such a request: "
+        f"whole kernel {r.tflops_whole:.0f} TFLOP/s ({r.cycles_whole:,} cycles for the {blocks}-block request, Q load, "
+        f"first block and epilogue included; they weigh less in a longer request, try --blocks 32); steady state "
+        f"{r.tflops_steady:.0f} TFLOP/s ({r.cycles_per_block_steady:.0f} cycles per block; the SM's HBM share of "
+        f"{hb['bytes_per_cycle_per_sm']} B/cycle needs at least {hb['min_cycles_per_block']:.0f}). FlashMLA publishes "
+        f"up to {PUBLISHED_TFLOPS} for its own benchmark shapes. A model's prediction, not a bound: it includes HBM "
+        "and L2 bandwidth and latency, but no B200 measurement checks it, the TMA gather4 throughput is unknown, and "
+        "there is no scheduler or combine kernel. Which parameters it rests on: simtc timing sensitivity "
+        "flashmla-head64.")
     passed = all(ok for _, ok in checks)
     out.append("")
     out.append(f"{'PASS' if passed else 'FAIL'}: {sum(ok for _, ok in checks)}/{len(checks)} checks"

@@ -1,10 +1,11 @@
 """Published measurements the sm100 timing model is calibrated on (data, with their sources).
 
 One copy of these numbers serves the tests, the documentation and ``simtc timing``. They are
-measurements by third parties, transcribed from the project's timing fact sheet (``timing.md``);
-a test compares :data:`B200_ROWS` with the CSV the fact sheet ships (when it is present beside
-the repository). The H200 measurements simtc took itself live in ``tests/data/h200_wgmma_timing.json`` (wgmma)
-and ``tests/data/h200_calibration.json`` / ``tests/data/h200_memory_latency.json`` (``simtc calibrate``);
+measurements by third parties, transcribed from their published CSV and Markdown files (named in
+:data:`B200_SOURCE` and :data:`WS_SOURCE`); a test compares :data:`B200_ROWS` with the CSV when a copy is
+present beside the repository. The H200 measurements simtc took itself live in
+``tests/data/h200_wgmma_timing.json`` (wgmma) and ``tests/data/h200_calibration.json`` /
+``tests/data/h200_memory_latency.json`` (``simtc calibrate``);
 :data:`H200` transcribes what the sm90 timing table takes from the latter two, and a test checks it against
 the recordings' summaries.
 
@@ -31,7 +32,7 @@ class B200Row(NamedTuple):
 
 B200_SOURCE = ("SemiAnalysisAI/microbench-blackwell umma_latency/fit_results.csv (commit 9a068d8; B200, sm_100a, "
                "tcgen05.mma BF16 cta_group::1, K = 16; latency = one MMA + commit + mbarrier wait, median of 100; "
-               "II = fitted asymptotic initiation interval); timing.md §1")
+               "II = fitted asymptotic initiation interval)")
 B200_ROWS: tuple[B200Row, ...] = tuple(B200Row(*r) for r in (
     ("SS", 64, 64, 152, 32.02), ("SS", 64, 128, 184, 64.02), ("SS", 64, 256, 248, 128.0),
     ("SS", 128, 64, 168, 48.02), ("SS", 128, 128, 200, 64.02), ("SS", 128, 256, 264, 128.0),
@@ -41,7 +42,7 @@ B200_ROWS: tuple[B200Row, ...] = tuple(B200Row(*r) for r in (
 """Measured B200 latency and II (cycles)."""
 
 WS_SOURCE = ("KevinZeng08/microbench-blackwell umma_throughput/tcgen05_mma_ws.md (commit 6d40dd8; GB200, 1-SM dense "
-             "tcgen05.mma.ws BF16, A from TMEM, fitted II at depth 256); timing.md §2")
+             "tcgen05.mma.ws BF16, A from TMEM, fitted II at depth 256)")
 WS_N = (64, 128, 256)
 WS_TABLE: dict[tuple[str, int], tuple[float, float, float]] = {
     ("discard", 32): (28.45, 44.46, 76.46),

@@ -7,7 +7,7 @@ a tile box is one request, a ``.tile::gather4`` four requests of one scattered r
 row's bytes into shared memory through the SM's port as they arrive; the load completes (``complete_tx`` on
 its mbarrier) when its last byte is written. A store or bulk copy reads its bytes through the port, then
 writes them to memory; ``wait_group.read`` waits for the read. How many copies the engine itself keeps in
-flight is not known (gather4 has no published throughput, timing.md §6): here its requests only meet in the
+flight is not known (gather4 has no published throughput): here its requests only meet in the
 memory system and on the port.
 
 With the ``copy_engine`` mechanism off issuing takes no time (memory and port still do).
@@ -20,9 +20,9 @@ With the ``copy_engine`` mechanism off issuing takes no time (memory and port st
 >>> def engine():
 ...     return CopyEngine(t, SharedMemoryPort(t), MemorySystem(t))
 >>> engine().load(0, CpAsyncBulkTensor(0, 2048, "bar"))    # a tile streams at one request's rate
-1941
+830
 >>> engine().load(0, CpAsyncBulkTensor(0, 2048, "bar", mode="gather4", rows=4))   # four rows side by side
-1890
+779
 >>> engine().gap
 32
 """

@@ -1,4 +1,5 @@
-"""MMA latency / II microbenchmarks as Programs, run on the engine (the method of timing.md §1.1).
+"""MMA latency / II microbenchmarks as Programs, run on the engine (the method of SemiAnalysisAI/microbench-blackwell
+umma_latency: one MMA + commit + wait for the latency, a + b/D fitted over chain depths for the II).
 
 * **latency**: one thread issues **one** MMA, ``tcgen05.commit`` to an mbarrier, then waits on it
   with ``try_wait.parity``; latency = the cycle the wait returns minus the MMA's issue cycle.
@@ -7,7 +8,8 @@
   operands and accumulator, commit, wait; the II is the slope of the chain's cycles over the
   depths D (least squares over ``DEPTHS``), i.e. the ``a`` of CyclesPerMMA = a + b/D.
 
-The ``.ws`` collector usages map to records as ``timing.md`` §2 describes them: ``discard`` =
+The ``.ws`` collector usages map to records as KevinZeng08/microbench-blackwell
+``umma_throughput/tcgen05_mma_ws.md`` measures them: ``discard`` =
 ``b0::discard`` on every MMA, ``pingpong`` = alternating ``b0::discard`` / ``b1::discard``,
 ``reuse`` = ``b0::fill``, ``b0::use`` ..., ``b0::lastuse``.
 
@@ -125,7 +127,7 @@ def run_mma(arch: str, m: int, n: int, k: int | None = None, operands: str = "SS
                          rule="engine programs are cta_group::1", ref="PTX ISA 9.0 §9.7.16.6 Table 46")
     if dtype != "bf16":
         raise ShapeError(f"the microbenchmark programs use bf16 operands, got {dtype!r}",
-                         rule="microbenchmark programs are bf16 (the B200 data of timing.md §1-§2)")
+                         rule="microbenchmark programs are bf16 (the published B200 / GB200 data is bf16)")
     timing = timing or Timing(arch)
     eng = Engine(latency_program(arch, m, n, operands, ws, collector), timing=timing).run()
     _require_clean(eng)

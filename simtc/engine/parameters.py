@@ -229,25 +229,25 @@ def _shared_rows(arch: str) -> tuple[tuple, ...]:
 _SM100 = _table(
     # -- tensor pipe: tcgen05.mma ------------------------------------------------------------------
     ("smem_port_bytes_per_cycle", 128, "B/cycle", "derived",
-     "timing.md §1.2: SS 128x64 moves A 4 KiB + B 2 KiB = 6,144 B per 48.02-cycle II, SS 64x64 4 KiB per 32 "
+     "SS 128x64 moves A 4 KiB + B 2 KiB = 6,144 B per 48.02-cycle II, SS 64x64 4 KiB per 32 "
      f"({_SA_FIT}); the one shared-memory bandwidth every reader and writer of the SM draws from",
      ("shared-memory port", "mma model")),
     ("mma_flop_per_cycle_per_k", 512, "FLOP/cycle per unit of K", "derived",
-     "timing.md §1.2: dense peak 512·K FLOP/cycle/SM (bf16 8,192; tf32 4,096; e4m3/s8 16,384), measured 8,153-8,161 "
+     "dense peak 512·K FLOP/cycle/SM (bf16 8,192; tf32 4,096; e4m3/s8 16,384), measured 8,153-8,161 "
      f"bf16 (SemiAnalysis umma_throughput/tput_results_max.csv); {_KZ_WS} §2", _TP),
     ("mma_datapath_rows", 128, "rows", "derived",
-     "timing.md §1.2: non-.ws M=64 runs at half peak (4,026-4,080 FLOP/cycle) with the same II = N/2 as M=128, so a "
+     "non-.ws M=64 runs at half peak (4,026-4,080 FLOP/cycle) with the same II = N/2 as M=128, so a "
      f"1-SM non-.ws MMA occupies the 128-row datapath ({_SA_FIT}; {_KZ_WS} §3)", _TP),
     ("mma_column_group", 8, "columns", "assumed",
      "N advances in groups of 8 columns (the instruction descriptor encodes N >> 3): the reading of "
      f"{_KZ_WS} §2, 'not spec'; used only for the .ws collector release time", _TP),
     ("mma_issue", 1, "cycles", "assumed", f"tcgen05 MMA issue interval 1 cycle ({_FGS_B200})", _TP),
     ("mma_fixed_latency_ts", 104, "cycles", "derived",
-     f"timing.md §1.2: latency = N/2 + 104 for TS, any M ({_SA_FIT}); = mma_issue + pipe drain + commit_arrive + "
+     f"latency = N/2 + 104 for TS, any M ({_SA_FIT}); = mma_issue + pipe drain + commit_arrive + "
      "mbarrier_try_wait: the drain is what remains of the 104 (the split between the four is assumed)", _TP),
     ("commit_arrive", 29, "cycles", "assumed",
      f"tcgen05.commit -> mbarrier arrive taken as one mbarrier arrive (29 cycles, {_FGS_B200}); commit visibility on "
-     "B200 is unknown (timing.md §6)", ("mbarrier", "mma model")),
+     "B200 is unknown", ("mbarrier", "mma model")),
     ("mma_min_ii", 9, "cycles", "derived",
      f"{_KZ_REUSE}: TS 32x64 reuse, a of a + b/D = 9.0 (E4M3 depths 256/512; 9.17 at F4 depth 1,024) above its N/8 = 8 "
      "compute time: a per-MMA front-end floor", _TP),
@@ -264,16 +264,16 @@ _SM100 = _table(
      f"{_SA_LAT}: TS cta_group::2 M=256 latency - 104 - N/2 = 29 for N = 64..256 (BF16, E4M3, F4); closed-form "
      "model only", _MM),
     ("tcgen05_cp_fixed", 42, "cycles", "assumed",
-     "tcgen05.cp latency and throughput are unknown (timing.md §6): taken as the MMA pipe drain (104 - 1 - 29 - 32) "
+     "tcgen05.cp latency and throughput are unknown: taken as the MMA pipe drain (104 - 1 - 29 - 32) "
      "after the copied bytes stream through the shared-memory port", ("tensor pipe",)),
     # -- TMEM load/store path ----------------------------------------------------------------------
     ("tcgen05_ld_fixed", 100, "cycles", "assumed",
-     "tcgen05.ld latency is unknown (timing.md §6); chosen so that a 16-column load (100 + 16) matches the "
+     "tcgen05.ld latency is unknown; chosen so that a 16-column load (100 + 16) matches the "
      "unverified '≈ 120 clk for 16 columns' comment quoted there", ("tmem path",)),
-    ("tcgen05_st_fixed", 100, "cycles", "assumed", "tcgen05.st latency is unknown (timing.md §6); taken equal to ld",
+    ("tcgen05_st_fixed", 100, "cycles", "assumed", "tcgen05.st latency is unknown; taken equal to ld",
      ("tmem path",)),
     ("tcgen05_ldst_columns_per_cycle", 1, "32-bit columns/cycle per warp", "assumed",
-     "TMEM bandwidth is unknown (timing.md §6): one 32-lane x 32-bit column (128 B) per cycle assumed",
+     "TMEM bandwidth is unknown: one 32-lane x 32-bit column (128 B) per cycle assumed",
      ("tmem path",)),
     # -- shared memory -------------------------------------------------------------------------------
     ("smem_st_visibility", 4, "cycles", "assumed",

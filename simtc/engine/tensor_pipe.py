@@ -49,7 +49,8 @@ def _collector_usage(rec, prev) -> str:
 
     ``.ws``: ``bX::use`` / ``bX::lastuse`` reuse the collector (no B fetch); ``bX::fill`` and
     ``bX::discard`` fetch B -- alternating collectors between consecutive MMAs is the
-    ping-pong of ``timing.md`` §2. Non-``.ws``: ``a::use`` / ``a::lastuse`` reuse A.
+    ping-pong KevinZeng08/microbench-blackwell ``tcgen05_mma_ws.md`` measures. Non-``.ws``: ``a::use`` /
+    ``a::lastuse`` reuse A.
     """
     c = rec.collector
     if c.endswith("::use") or c.endswith("::lastuse"):

@@ -4,8 +4,9 @@ The numbers come from the labelled parameter tables of :mod:`simtc.engine.parame
 ``PARAMETERS``, ``Parameter``, ``parameter``, ``LABELS``, ``ARCHS``); every function takes an optional
 :class:`~simtc.engine.parameters.Timing` (overridden values; default: the architecture's table).
 
-The MMA model is built from mechanisms, not from measured rows (timing.md §1-§2 of the project's fact sheets,
-each figure with its source in the parameter table):
+The MMA model is built from mechanisms, not from measured rows (each figure with its source in the parameter
+table, :mod:`simtc.engine.parameters`; the measured rows it is checked against are in
+:mod:`simtc.engine.calibration`):
 
 * **compute**: the tensor datapath does ``512·K`` dense FLOP/cycle/SM, so an MMA of ``rows x N x K``
   takes ``2·rows·N·K / (512·K) = rows·N / 256`` cycles -- independent of K and of the input type.
@@ -23,7 +24,7 @@ each figure with its source in the parameter table):
   current MMA reaches its last 8-column group, and a fill takes a fixed startup before data flows:
   ``stream + startup - group``; two collectors (``b0``/``b1`` ping-pong) halve that cycle; reuse
   removes B traffic.
-* **latency** (one MMA + commit + mbarrier wait observed by the issuing warp, timing.md §1.1):
+* **latency** (one MMA + commit + mbarrier wait observed by the issuing warp, as SemiAnalysis measures it):
   ``issue + A fetch (SS: A bytes / 128) + stream + pipeline drain + commit arrive + try_wait observe``;
   the drain is ``mma_fixed_latency_ts - mma_issue - commit_arrive - mbarrier_try_wait`` (the measured
   fixed latency, split by assumption).
@@ -420,7 +421,7 @@ class MmaTiming:
 def predict_mma(arch: str, m: int, n: int, k: int | None = None, operands: str = "SS", ws: bool = False,
                 collector: str = "discard", cta_group: int = 1, dtype: str = "bf16",
                 timing: Timing | None = None) -> MmaTiming:
-    """Latency (one MMA + commit + mbarrier wait, timing.md §1.1) and II (back-to-back chain) of an MMA.
+    """Latency (one MMA + commit + mbarrier wait) and II (back-to-back chain) of an MMA.
 
     ``timing``: the parameter values to use (default: ``arch``'s table); it must be of ``arch``.
 

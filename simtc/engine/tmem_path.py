@@ -2,7 +2,7 @@
 
 A load or store of ``cells`` 32-bit cells holds the path for ``cells / 32 / tcgen05_ldst_columns_per_cycle``
 cycles (one 32-lane column per cycle) and completes ``tcgen05_ld_fixed`` / ``tcgen05_st_fixed`` after it
-started moving (all assumed: no public measurement, timing.md §6). ``tcgen05.wait::ld`` / ``::st`` wait
+started moving (all assumed: no public measurement). ``tcgen05.wait::ld`` / ``::st`` wait
 for the warp's earlier ones.
 
 With the ``tmem_path`` mechanism off loads and stores complete when they are issued.

@@ -1,6 +1,7 @@
 """``wgmma`` timing on an sm_90a GPU: latency and initiation interval of m64nNk16 bf16, SS and RS.
 
-The method is the one ``timing.md`` §1.1 describes for B200 ``tcgen05.mma``, on Hopper's ``wgmma``
+The method is the one SemiAnalysisAI/microbench-blackwell ``umma_latency`` uses for B200
+``tcgen05.mma``, on Hopper's ``wgmma``
 (kernel: ``cuda/wgmma_timing.cu``; one CTA of one warpgroup, all times in SM clock cycles, ``clock64``
 read by the issuing warpgroup's thread 0):
 
@@ -101,7 +102,8 @@ def fit_ii(depths: Sequence[int], chain_cycles: Sequence[float]) -> tuple[float,
     t = np.asarray(chain_cycles, dtype=np.float64)
     if d.ndim != 1 or d.shape != t.shape or d.size < 2 or np.unique(d).size < 2 or np.any(d <= 0):
         raise ShapeError("the II fit needs at least two distinct positive depths, one chain time each",
-                         rule="CyclesPerMMA = a + b/D over several depths", ref="timing.md §1.1")
+                         rule="CyclesPerMMA = a + b/D over several depths",
+                         ref="SemiAnalysisAI/microbench-blackwell umma_latency")
     x = np.stack([np.ones_like(d), 1.0 / d], axis=1)
     (a, b), *_ = np.linalg.lstsq(x, t / d, rcond=None)
     return float(a), float(b)
@@ -202,8 +204,9 @@ def timing_to_json(rows: Sequence[TimingRow], *, device: str, samples: int | Non
     """The measurements as a JSON-ready dict (what ``tests/data/h200_wgmma_timing.json`` holds)."""
     return {"what": "wgmma.mma_async m64nNk16 bf16 latency and II on one warpgroup (clock64 cycles)",
             "method": "latency: median of one wgmma + commit_group + wait_group 0; II: a of CyclesPerMMA = "
-                      "a + b/D fitted over chains of D back-to-back wgmmas on one accumulator (timing.md §1.1 "
-                      "method); clock_overhead: an empty timed region, not subtracted",
+                      "a + b/D fitted over chains of D back-to-back wgmmas on one accumulator (the method of "
+                      "SemiAnalysisAI/microbench-blackwell umma_latency); clock_overhead: an empty timed region, "
+                      "not subtracted",
             "device": device, "date": time.strftime("%Y-%m-%d"), "samples": samples, "command": command,
             "rows": [r.as_dict() for r in rows]}
 

@@ -27,6 +27,19 @@ def test_tour_passes_at_80_columns(capsys):
         assert fact in text
     bar = next(x for x in out if x.startswith("|") and "Q" in x)[1:-1]
     assert bar.index("T") > bar.rindex("Q") and bar.rindex("T") < bar.index("P")
+    # the exchange's cost names every parameter it rests on, with its label
+    from simtc.kernels.flashmla.alternatives import exchange_parameters
+    from simtc.kernels.flashmla.head64 import head64_program
+    from simtc.kernels.flashmla.replay import replay
+
+    rests = exchange_parameters(head64_program("v32", 4))
+    assert rests and all(f"{p['name']} [{p['label']}]" in text for p in rests)
+    # the throughput leads with the whole kernel, as the replay computes it, and calls nothing an upper bound
+    r = replay("v32", 4, 0)
+    throughput = text[text.index("Throughput"):]
+    assert throughput.index("whole kernel") < throughput.index("steady state")
+    assert f"{r.cycles_whole:,} cycles for the 4-block request" in throughput
+    assert "upper bound" not in text
 
 
 def test_tour_lines_narrow():

@@ -256,3 +256,25 @@ def test_every_mechanism_moves_flashmla_head64(head64_cycles):
     assert not unmoved, f"mechanisms that do not move the kernel: {unmoved}"
     # the memory system (HBM share and queueing) and the dependent latencies each cost the kernel cycles
     assert without["memory"] < base and without["latency"] < base
+
+
+# ---- the hazard checker is an observer: it can run on a recorded run ------------------------------------------
+def _hazard_programs():
+    from simtc.kernels.hazards import EXPECTED
+
+    return sorted(n for n in EXPECTED if not n.endswith("-fixed"))
+
+
+@pytest.mark.parametrize("name", _hazard_programs())
+def test_checker_replays_a_recorded_run_with_the_same_hazards(name):
+    """A CheckLog records what the engine told its observers; a fresh HazardChecker run over the recording, with no
+    engine, reports exactly the live checker's hazards (the allocation-dependent rules get the run's final table
+    only when nothing was allocated, so for those the replay is given none and sees the state machines' reports)."""
+    from simtc.engine.checker import CheckLog, HazardChecker
+    from simtc.kernels.hazards import build
+
+    log = CheckLog()
+    eng = Engine(build(name), observers=[log]).run()
+    assert eng.hazards, name
+    again = HazardChecker.replay(log, eng.warps, eng.index)
+    assert [str(h) for h in again.hazards] == [str(h) for h in eng.hazards]

@@ -25,7 +25,8 @@ it does not fit, the refusal simtc gives with the rule it breaks:
   issues QK(i+1) before PV(i). Because S shares its bytes with the exchange buffer, block i+1's
   exchange must now wait PV(i) (``sv_done``) explicitly; semantics mode, every check.
 * ``b0-b1-collectors`` -- consecutive ``.ws`` MMAs alternate ``collector::b0::discard`` /
-  ``b1::discard`` (timing.md §2: II N/4 + 12 -> N/4 on GB200); semantics mode, every check.
+  ``b1::discard`` (II N/4 + 12 -> N/4 on GB200:
+  KevinZeng08/microbench-blackwell umma_throughput/tcgen05_mma_ws.md); semantics mode, every check.
 
 :func:`compare` returns one :class:`Variant` per design: TMEM columns, shared-memory bytes, whether it
 fits, MMAs per block, tensor-pipe busy cycles and cycles per block from the engine, the exchange's cost
@@ -107,7 +108,8 @@ def _replace_mmas(recs: list, make) -> list:
 
 # ---- the variants as Program transforms --------------------------------------------------------------------
 def collectors(program: Program) -> Program:
-    """Alternate ``collector::b0::discard`` / ``b1::discard`` on consecutive ``.ws`` MMAs (timing.md §2)."""
+    """Alternate ``collector::b0::discard`` / ``b1::discard`` on consecutive ``.ws`` MMAs (measured faster on GB200 by
+    KevinZeng08/microbench-blackwell umma_throughput/tcgen05_mma_ws.md)."""
     def edit(recs: list) -> list:
         n = 0
         out = []

@@ -71,7 +71,7 @@ B200_SMS = 148
 """SMs of a B200 (the engine's ``sm_count`` parameter, with its source)."""
 B200_CLOCK_GHZ = 1.965
 """The SM clock the cycles are converted at: 1.965 GHz, the B200 clock SemiAnalysis converts its cycle
-measurements with (timing.md §1.1) [assumed: the clock under this load is not measured]."""
+measurements with (SemiAnalysisAI/microbench-blackwell) [assumed: the clock under this load is not measured]."""
 PUBLISHED_TFLOPS = 350
 """FlashMLA README: sparse decode "up to 350 TFlops on B200" (flashmla_head64.md §15)."""
 PAGE_BLOCK_SIZE = 64
@@ -395,7 +395,7 @@ class Head64Replay:
                      f"{PUBLISHED_TFLOPS} for its own benchmark shapes)")
         lines.append(f"  steady state: {self.cycles_per_block:,.0f} cycles per block -> {self.tflops_b200:.0f} TFLOP/s")
         if self.units_per_block:
-            names = {"smem_port": "shared-memory port", "memory": "memory link", "tma": "TMA",
+            names = {"smem_port": "shared-memory port", "memory": "memory link", "tma": "TMA copies in flight",
                      "tensor_pipe": "tensor pipe", "tmem_path": "TMEM path", "issue": "issue slots (4 partitions)"}
             busy = sorted(self.units_per_block.items(), key=lambda kv: -kv[1])
             lines.append("  busy cycles per block: " + ", ".join(f"{names.get(u, u)} {v:,.0f}" for u, v in busy))
