@@ -131,8 +131,8 @@ print(f"this case, recorded registers vs simtc's prediction: bit-exact = {record
 # %% [markdown]
 # The whole recorded run, replayed: every case is rebuilt from the recorded seed, predicted by simtc
 # and compared with the recorded registers (bit for bit where they were kept, else by SHA-256
-# digest). The last row, when present, compares simtc's wgmma timing model (calibrated on this recording) with the recorded
-# `wgmma` timings; it is not a bit-exactness check.
+# digest). The last row, when present, compares simtc's wgmma timing model (calibrated on this
+# recording) with the recorded `wgmma` timings; it is not a bit-exactness check.
 
 # %%
 run = replay(RECORDING)
