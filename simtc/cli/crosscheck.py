@@ -46,6 +46,12 @@ def register(sub) -> None:
                         "to --flashmla on another machine")
     g.add_argument("--save-flashmla", metavar="FILE.npz",
                    help="record the inputs and FlashMLA's outputs of the --flashmla GPU run (default: not recorded)")
+    g.add_argument("--timing", action="store_true",
+                   help="with --flashmla on an sm_90a GPU: also time FlashMLA's whole call (scheduler, split-KV, "
+                        "combine; CUDA events, L2 flushed, median of 30 after 5 warm-ups) at the shapes of "
+                        "simtc.hw.flashmla_timing.TIMING_SHAPES (default: not timed)")
+    g.add_argument("--save-flashmla-timing", metavar="FILE.json",
+                   help="write the --timing measurements as JSON (default: not written)")
     g.add_argument("--replay-flashmla", metavar="FILE.npz",
                    help="replay simtc on a --save-flashmla recording and compare with its FlashMLA outputs, no GPU "
                         "needed (default: not run)")
@@ -68,7 +74,7 @@ def _command(args) -> str:
 def run(args) -> int:
     if args.flashmla or args.replay_flashmla:
         return _run_flashmla(args)
-    for flag in ("cutlass", "build_dir", "save_flashmla"):
+    for flag in ("cutlass", "build_dir", "save_flashmla", "timing", "save_flashmla_timing"):
         if getattr(args, flag):
             raise SimtcError(f"--{flag.replace('_', '-')} needs --flashmla", rule="FlashMLA options go with --flashmla")
     if args.replay and (args.save or args.save_timing):
@@ -138,9 +144,11 @@ def run(args) -> int:
 
 def _flashmla_command(args) -> str:
     parts = ["simtc crosscheck", f"--flashmla {args.flashmla}", f"--seed {args.seed}"]
-    for flag in ("cutlass", "build_dir", "save_flashmla"):
+    for flag in ("cutlass", "build_dir", "save_flashmla", "save_flashmla_timing"):
         if getattr(args, flag):
             parts.append(f"--{flag.replace('_', '-')} {getattr(args, flag)}")
+    if args.timing:
+        parts.append("--timing")
     return " ".join(parts)
 
 
@@ -159,6 +167,15 @@ def _run_flashmla(args) -> int:
                          rule="one FlashMLA mode per run")
     if args.save_flashmla:
         check_writable(args.save_flashmla)
+    if args.save_flashmla_timing:
+        if not args.timing:
+            raise SimtcError("--save-flashmla-timing writes what --timing measures: give --timing too",
+                             rule="FlashMLA options go with --flashmla")
+        check_writable(args.save_flashmla_timing)
+    if args.timing and args.replay_flashmla:
+        raise SimtcError("--timing runs FlashMLA on a GPU; --replay-flashmla checks a recording",
+                         rule="one FlashMLA mode per run")
+    timing: list = []
     console = make_console(stderr=True) if args.json else make_console()
     report: dict = {}
     rows = []
@@ -189,15 +206,27 @@ def _run_flashmla(args) -> int:
                     "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
                     "command": _flashmla_command(args), "seed": args.seed})
                 console.print(f"saved {len(rows)} FlashMLA input sets and outputs to {args.save_flashmla}")
+            if args.timing:
+                from simtc.hw import flashmla_timing as ft
+                from simtc.hw.device import describe
+
+                timing = ft.run_timing(b, progress=lambda s: console.print(f"[dim]{s}[/dim]") if not args.json
+                                       else None)
+                if args.save_flashmla_timing:
+                    ft.save_timing(args.save_flashmla_timing, timing, meta={
+                        "flashmla_commit": b.commit, "cutlass_commit": b.manifest.get("cutlass_commit"),
+                        "nvcc": b.manifest.get("nvcc"), "device": describe(), "command": _flashmla_command(args)})
+                    console.print(f"saved {len(timing)} timed shapes to {args.save_flashmla_timing}")
         else:
             why = info.reason if not info.available else f"the device is {info.name} ({info.arch})"
-            if args.save_flashmla:
+            if args.save_flashmla or args.save_flashmla_timing:
                 raise SimtcError(f"nothing to save: no sm_90a GPU here ({why})",
-                                 rule="--save-flashmla records an sm_90a GPU run")
+                                 rule="--save-flashmla and --save-flashmla-timing record an sm_90a GPU run")
             note = f"built and checked only: FlashMLA's SM90 kernels need an sm_90a GPU ({why})"
     ok = all(r.ok for r in rows) and report.get("build_ok", True) and report.get("sass_ok", True)
     if args.json:
-        emit_json({**report, "note": note, "results": [r.as_dict() for r in rows], "ok": ok})
+        emit_json({**report, "note": note, "results": [r.as_dict() for r in rows],
+                   "timing": [t.as_dict() for t in timing], "ok": ok})
         return 0 if ok else 1
     out = make_console()
     if "checks" in report:
@@ -224,6 +253,14 @@ def _run_flashmla(args) -> int:
             t.add_row(r.name, r.model, str(r.shape[0]), str(r.shape[1]), str(r.shape[2]), f"{r.o_rel:.2e}",
                       f"{r.lse_abs:.2e}", f"{r.empty_rows} {'identical' if r.empty_identical else 'DIFFER'}",
                       "pass" if r.ok else "FAIL")
+        out.print(t)
+    if timing:
+        t = Table(title="FlashMLA SM90 call times (median ms; TFLOP/s over split-KV + combine, FlashMLA's count)")
+        for col in ("shape", "parts", "sched", "split-KV", "combine", "call", "TFLOP/s"):
+            t.add_column(col, justify="left" if col == "shape" else "right")
+        for r in timing:
+            t.add_row(r.shape.name, str(r.num_sm_parts), f"{r.sched_ms:.3f}", f"{r.splitkv_ms:.3f}",
+                      f"{r.combine_ms:.3f}", f"{r.call_ms:.3f}", f"{r.tflops:.0f}")
         out.print(t)
     out.print(note, markup=False)
     return 0 if ok else 1

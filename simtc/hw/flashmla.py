@@ -307,6 +307,28 @@ def _library(b: FlashMLABuild):
     return _LIBS[key]
 
 
+def _timed_library(b: FlashMLABuild):
+    """The timed entry point (``simtc_flashmla_sm90_sparse_decode_timed``; :mod:`simtc.hw.flashmla_timing`)."""
+    import ctypes
+
+    lib = b.library
+    if lib is None or not lib.is_file():
+        raise SimtcError(f"the build in {b.dir} has no SM90 library", rule="FlashMLA timing needs an sm_90a build")
+    key = f"{lib}:timed"
+    if key not in _LIBS:
+        h = ctypes.CDLL(str(lib))
+        fn = getattr(h, _ENTRY + "_timed", None)
+        if fn is None:
+            raise SimtcError(f"the build in {b.dir} predates the timed entry point: rebuild it (--flashmla CHECKOUT)",
+                             rule="FlashMLA timing needs a build of the current entry point")
+        ptr, i32 = ctypes.c_void_p, ctypes.c_int
+        fn.argtypes = [*[i32] * 10, ctypes.c_float, *[ptr] * 11, i32, ptr, ctypes.c_char_p, i32, i32, i32, ptr,
+                       ctypes.c_longlong, ptr]
+        fn.restype = i32
+        _LIBS[key] = fn
+    return _LIBS[key]
+
+
 def run_sm90(b: FlashMLABuild, inp) -> tuple[np.ndarray, np.ndarray]:
     """Run FlashMLA's SM90 sparse decode (scheduler, split-KV kernel, combine) on a
     :class:`~simtc.kernels.flashmla.io.FlashMLAInputs` through CuPy; returns ``(out, lse)`` as an outputs file

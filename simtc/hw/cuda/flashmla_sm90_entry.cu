@@ -22,19 +22,24 @@ void set_error(char *err, int err_len, const char *what) {
 
 }  // namespace
 
-extern "C" {
+#define SIMTC_ARGS                                                                                        \
+    int model1, int b, int s_q, int h_q, int d_qk, int topk, int num_blocks, int page_block_size,            \
+        int block_stride_bytes, int bytes_per_token, float sm_scale, void *q, void *kv, void *indices,       \
+        void *topk_length, void *attn_sink, void *out, void *lse, void *sched_meta, void *num_splits,        \
+        void *lse_accum, void *o_accum, int num_sm_parts, void *stream, char *err, int err_len
+#define SIMTC_PASS                                                                                        \
+    model1, b, s_q, h_q, d_qk, topk, num_blocks, page_block_size, block_stride_bytes, bytes_per_token,       \
+        sm_scale, q, kv, indices, topk_length, attn_sink, out, lse, sched_meta, num_splits, lse_accum,       \
+        o_accum, num_sm_parts, stream, err, err_len
 
-// Sizes FlashMLA's interface asks for (csrc/api/sparse_decode.h, Decode_Sm90_Impl::get_meta):
-// block_size_topk 64, fixed_overhead_num_blocks 5. Returns 0 on success, otherwise writes a message to err.
-int simtc_flashmla_sm90_sparse_decode(
-    int model1, int b, int s_q, int h_q, int d_qk, int topk, int num_blocks, int page_block_size,
-    int block_stride_bytes, int bytes_per_token, float sm_scale,
-    void *q, void *kv, void *indices, void *topk_length, void *attn_sink,
-    void *out, void *lse,
-    void *sched_meta, void *num_splits, void *lse_accum, void *o_accum, int num_sm_parts,
-    void *stream, char *err, int err_len) {
+namespace {
+
+// The three launches, asynchronous on `stream`; with `ev` (4 events) recorded before the scheduler, between the
+// launches and after the combine. Returns 0, or writes a message to err (a host-side refusal or a launch error).
+int launch_all(SIMTC_ARGS, cudaEvent_t const *ev) {
     try {
         cudaStream_t st = (cudaStream_t)stream;
+        if (ev != nullptr) cudaEventRecord(ev[0], st);
         const int d_v = 512;
         const float log2e = 1.4426950408889634f;  // LOG_2_E of csrc/api/common.h
         GetDecodeSchedMetaParams meta = {};
@@ -52,6 +57,7 @@ int simtc_flashmla_sm90_sparse_decode(
         meta.num_sm_parts = num_sm_parts;
         meta.stream = st;
         smxx::decode::run_get_decoding_sched_meta_kernel(meta);
+        if (ev != nullptr) cudaEventRecord(ev[1], st);
 
         SparseAttnDecodeParams p = {};
         p.b = b;
@@ -117,6 +123,7 @@ int simtc_flashmla_sm90_sparse_decode(
         } else {
             sm90::decode::sparse_fp8::run_flash_splitkv_mla_fp8_sparse_kernel<ModelType::V32, 64>(p);
         }
+        if (ev != nullptr) cudaEventRecord(ev[2], st);
 
         CombineParams c = {};
         c.b = b;
@@ -143,12 +150,8 @@ int simtc_flashmla_sm90_sparse_decode(
         c.attn_sink = p.attn_sink;
         c.stream = st;
         smxx::decode::run_flash_mla_combine_kernel<cutlass::bfloat16_t>(c);
-        cudaError_t e = cudaStreamSynchronize(st);
-        if (e != cudaSuccess) {
-            set_error(err, err_len, cudaGetErrorString(e));
-            return 1;
-        }
-        e = cudaGetLastError();
+        if (ev != nullptr) cudaEventRecord(ev[3], st);
+        cudaError_t e = cudaGetLastError();
         if (e != cudaSuccess) {
             set_error(err, err_len, cudaGetErrorString(e));
             return 1;
@@ -161,6 +164,58 @@ int simtc_flashmla_sm90_sparse_decode(
         set_error(err, err_len, "unknown C++ exception");
         return 1;
     }
+}
+
+int synchronize(cudaStream_t st, char *err, int err_len) {
+    cudaError_t e = cudaStreamSynchronize(st);
+    if (e == cudaSuccess) e = cudaGetLastError();
+    if (e != cudaSuccess) {
+        set_error(err, err_len, cudaGetErrorString(e));
+        return 1;
+    }
+    return 0;
+}
+
+}  // namespace
+
+extern "C" {
+
+// Sizes FlashMLA's interface asks for (csrc/api/sparse_decode.h, Decode_Sm90_Impl::get_meta):
+// block_size_topk 64, fixed_overhead_num_blocks 5. Returns 0 on success, otherwise writes a message to err.
+int simtc_flashmla_sm90_sparse_decode(SIMTC_ARGS) {
+    int rc = launch_all(SIMTC_PASS, nullptr);
+    return rc ? rc : synchronize((cudaStream_t)stream, err, err_len);
+}
+
+// The same call timed: `warmup` untimed calls, then `repeats` calls, each preceded (outside the timed span) by a
+// cudaMemsetAsync of `flush_bytes` at `flush` (an L2 flush; none when flush is null), with CUDA events recorded on
+// the stream before the scheduler, between the launches and after the combine -- no host synchronisation inside a
+// span. ms[3 r + k]: milliseconds of kernel k (scheduler, split-KV, combine; each from the event before its launch
+// to the one after it) of repeat r. One synchronisation at the end.
+int simtc_flashmla_sm90_sparse_decode_timed(SIMTC_ARGS, int warmup, int repeats, void *flush,
+                                            long long flush_bytes, float *ms) {
+    cudaStream_t st = (cudaStream_t)stream;
+    if (repeats < 1 || warmup < 0 || ms == nullptr) {
+        set_error(err, err_len, "timed run: repeats >= 1, warmup >= 0 and an output array");
+        return 2;
+    }
+    for (int i = 0; i < warmup; ++i) {
+        int rc = launch_all(SIMTC_PASS, nullptr);
+        if (rc) return rc;
+    }
+    cudaEvent_t *ev = new cudaEvent_t[4 * (size_t)repeats];
+    for (int i = 0; i < 4 * repeats; ++i) cudaEventCreate(&ev[i]);
+    int rc = 0;
+    for (int r = 0; r < repeats && rc == 0; ++r) {
+        if (flush != nullptr && flush_bytes > 0) cudaMemsetAsync(flush, r & 0xff, (size_t)flush_bytes, st);
+        rc = launch_all(SIMTC_PASS, ev + 4 * r);
+    }
+    if (rc == 0) rc = synchronize(st, err, err_len);
+    for (int r = 0; r < repeats && rc == 0; ++r)
+        for (int k = 0; k < 3; ++k) cudaEventElapsedTime(&ms[3 * r + k], ev[4 * r + k], ev[4 * r + k + 1]);
+    for (int i = 0; i < 4 * repeats; ++i) cudaEventDestroy(ev[i]);
+    delete[] ev;
+    return rc;
 }
 
 }  // extern "C"
