@@ -23,7 +23,7 @@ __all__ = ["build_parser", "main"]
 
 # Subcommand modules, in the order --help lists them.
 COMMAND_MODULES = ("tour", "smem", "tmem", "decode", "program", "simulate", "timing", "replay", "compare", "inputs",
-                   "crosscheck", "calibrate")
+                   "crosscheck", "calibrate", "predict")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -50,6 +50,9 @@ def register(sub) -> None:
                    help="with --flashmla on an sm_90a GPU: also time FlashMLA's whole call (scheduler, split-KV, "
                         "combine; CUDA events, L2 flushed, median of 30 after 5 warm-ups) at the shapes of "
                         "simtc.hw.flashmla_timing.TIMING_SHAPES (default: not timed)")
+    g.add_argument("--timing-set", choices=("calls", "fixed"), default="calls",
+                   help="--timing's shapes: calls (14 shapes of both models, what predictions are held against) or "
+                        "fixed (small calls measuring the launches, scheduler and combine) (default: calls)")
     g.add_argument("--save-flashmla-timing", metavar="FILE.json",
                    help="write the --timing measurements as JSON (default: not written)")
     g.add_argument("--replay-flashmla", metavar="FILE.npz",
@@ -148,7 +151,7 @@ def _flashmla_command(args) -> str:
         if getattr(args, flag):
             parts.append(f"--{flag.replace('_', '-')} {getattr(args, flag)}")
     if args.timing:
-        parts.append("--timing")
+        parts.append("--timing" + (f" --timing-set {args.timing_set}" if args.timing_set != "calls" else ""))
     return " ".join(parts)
 
 
@@ -210,8 +213,8 @@ def _run_flashmla(args) -> int:
                 from simtc.hw import flashmla_timing as ft
                 from simtc.hw.device import describe
 
-                timing = ft.run_timing(b, progress=lambda s: console.print(f"[dim]{s}[/dim]") if not args.json
-                                       else None)
+                say = (lambda s: console.print(f"[dim]{s}[/dim]")) if not args.json else None
+                timing = ft.run_timing(b, ft.TIMING_SETS[args.timing_set], progress=say)
                 if args.save_flashmla_timing:
                     ft.save_timing(args.save_flashmla_timing, timing, meta={
                         "flashmla_commit": b.commit, "cutlass_commit": b.manifest.get("cutlass_commit"),

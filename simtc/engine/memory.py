@@ -41,8 +41,8 @@ __all__ = ["MemorySystem"]
 class MemorySystem:
     """L2 + HBM for one SM (see the module text)."""
 
-    __slots__ = ("active_sms", "dram_latency", "enabled", "l2_latency", "l2_rate", "l2_resident", "link", "rate",
-                 "sector", "share")
+    __slots__ = ("active_sms", "dram_latency", "enabled", "hbm_bytes", "l2_bytes", "l2_latency", "l2_rate",
+                 "l2_resident", "link", "rate", "sector", "share")
 
     def __init__(self, timing, active_sms: int | None = None, l2_resident=()):
         self.enabled = timing.enabled("memory")
@@ -55,6 +55,10 @@ class MemorySystem:
         self.sector = timing["sector_bytes"]
         self.l2_resident = frozenset(l2_resident)
         self.link = Calendar("memory")
+        self.hbm_bytes = 0
+        """Bytes this SM moved to and from HBM (whole sectors)."""
+        self.l2_bytes = 0
+        """Bytes answered by L2 (tensors resident in L2)."""
 
     def sectors_bytes(self, nbytes: int, rows: int = 1) -> int:
         """Bytes moved for ``nbytes`` in ``rows`` scattered rows: whole sectors per row."""
@@ -65,15 +69,17 @@ class MemorySystem:
     def request(self, t: int, nbytes: int, rows: int = 1, tensor: str = "", write: bool = False) -> int:
         """Issue a request at cycle ``t``; returns the cycle its last byte arrives (a write: leaves the SM)."""
         if tensor and tensor in self.l2_resident:
+            self.l2_bytes += self.sectors_bytes(nbytes, rows)
             own = nbytes / self.l2_rate
             if not self.enabled:
                 return t + math.ceil(self.l2_latency + own)
             end = self.link.book(t, max(1, math.ceil(self.sectors_bytes(nbytes, rows) / self.l2_rate)))
             return math.ceil(max(t + own, end) + self.l2_latency)
         own = nbytes / self.rate
+        moved = self.sectors_bytes(nbytes, rows)
+        self.hbm_bytes += moved
         if not self.enabled:
             return t + math.ceil(self.dram_latency + own)
-        moved = self.sectors_bytes(nbytes, rows)
         link_cycles = max(1, math.ceil(moved / self.share))
         end = self.link.book(t, link_cycles)
         if write:

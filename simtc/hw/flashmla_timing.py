@@ -35,8 +35,9 @@ from attrs import frozen
 
 from simtc.errors import SimtcError
 
-__all__ = ["FLUSH_BYTES", "NCU_METRICS", "TIMING_SHAPES", "ShapeTiming", "TimingShape", "device_inputs", "flops",
-           "load_timing", "ncu_summary", "profile_call", "run_timing", "save_timing", "time_shape"]
+__all__ = ["FIXED_SHAPES", "FLUSH_BYTES", "NCU_METRICS", "TIMING_SETS", "TIMING_SHAPES", "ShapeTiming", "TimingShape",
+           "device_inputs", "flops", "load_timing", "ncu_summary", "profile_call", "run_timing", "save_timing",
+           "time_shape"]
 
 FLUSH_BYTES = 256 << 20
 """Bytes written before each timed call to flush L2 (the H200's L2 is 60 MiB)."""
@@ -64,7 +65,20 @@ TIMING_SHAPES: tuple[TimingShape, ...] = tuple(TimingShape(*s) for s in (
     ("model1", 1, 2, 512), ("model1", 16, 4, 8192), ("model1", 74, 2, 16384), ("model1", 128, 1, 1024),
     ("model1", 264, 1, 8192),
 ))
-"""Shapes spanning batch 1-264, s_q 1/2/4 and topk 512-16,384 for both models (b x s_q from 1 to 528)."""
+"""Shapes spanning batch 1-264, s_q 1/2/4 and topk 512-16,384 for both models (b x s_q from 1 to 528): what
+predictions are held against (nothing is fitted on them)."""
+
+FIXED_SHAPES: tuple[TimingShape, ...] = tuple(TimingShape(*s) for s in (
+    ("v32", 1, 1, 64), ("v32", 1, 2, 64), ("v32", 1, 4, 64), ("v32", 16, 1, 64), ("v32", 64, 1, 64),
+    ("v32", 2, 1, 1024), ("v32", 4, 2, 1024),
+    ("model1", 1, 1, 64), ("model1", 1, 2, 64), ("model1", 1, 4, 64), ("model1", 16, 1, 64), ("model1", 64, 1, 64),
+    ("model1", 2, 1, 1024), ("model1", 4, 2, 1024),
+))
+"""Small calls that measure what a call costs besides its blocks: one block per request (the launches, the
+scheduler's work per part and per request, a split-KV CTA's fixed cost) and a few split requests (the combine
+kernel's work). None of them is one of :data:`TIMING_SHAPES`."""
+
+TIMING_SETS = {"calls": TIMING_SHAPES, "fixed": FIXED_SHAPES}
 
 
 def flops(shape: TimingShape) -> int:
@@ -272,7 +286,7 @@ def profile_call(build_dir, name: str, seed: int = 0) -> None:
     (``ncu --kernel-name regex:splitkv --launch-skip 1 --launch-count 1 ...``: the second split-KV launch)."""
     from simtc.hw.flashmla import load_build
 
-    shape = next((s for s in TIMING_SHAPES if s.name == name), None)
+    shape = next((s for s in (*TIMING_SHAPES, *FIXED_SHAPES) if s.name == name), None)
     if shape is None:
         raise SimtcError(f"no timing shape {name!r}; known: {', '.join(s.name for s in TIMING_SHAPES)}", rule=_RULE)
     time_shape(load_build(build_dir), shape, warmup=1, repeats=1, seed=seed)

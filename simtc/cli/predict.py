@@ -1,0 +1,65 @@
+"""``simtc predict``: how long one FlashMLA sparse-decode call takes, from the engine and FlashMLA's scheduler.
+
+``simtc predict flashmla-sm90|flashmla-head64 --model v32|model1 --b B --s-q S --topk K [--no-band] [--json]``:
+``{"seconds", "tflops", "seconds_low", "seconds_high", "tflops_low", "tflops_high", "cycles_per_block",
+"sm_parts", "waves", "sm_clock_ghz", "utilization": {"issue", "tensor_pipe", "l1tex", "dram"}, ...}``
+(:mod:`simtc.kernels.flashmla.predict` says how each is made). flashmla-sm90 is FlashMLA's SM90 kernel on an
+H200, flashmla-head64 its SM100 head64 kernel on a B200.
+"""
+
+from __future__ import annotations
+
+from simtc.cli._common import add_output_options, int_in
+
+__all__ = ["register", "run"]
+
+
+def register(sub) -> None:
+    p = sub.add_parser("predict", help="predict one FlashMLA decode call's time (H200 SM90 kernel / B200 head64)",
+                       description="Predict the time and TFLOP/s of one FlashMLA sparse-decode call: FlashMLA's "
+                                   "scheduler splits the batch over the SMs, the engine times one CTA's blocks, "
+                                   "the call's fixed costs come from small calls measured on an H200; the band "
+                                   "comes from the timing parameters that are not measured.")
+    p.add_argument("kernel", choices=("flashmla-sm90", "flashmla-head64"),
+                   help="flashmla-sm90: the SM90 kernel on an H200; flashmla-head64: the SM100 head64 kernel on a "
+                        "B200")
+    p.add_argument("--model", choices=("v32", "model1"), default="v32", help="KV-cache format (default: v32)")
+    p.add_argument("--b", type=int_in(1, 4096, "b is 1 ... 4096"), required=True, help="batch size")
+    p.add_argument("--s-q", type=int_in(1, 64, "s_q is 1 ... 64"), required=True, help="query positions per request")
+    p.add_argument("--topk", type=int_in(64, 1 << 17, "topk is 64 ... 131072"), required=True,
+                   help="tokens each query attends to (a multiple of 64)")
+    p.add_argument("--no-band", action="store_true", help="skip the band (one engine run per unmeasured parameter)")
+    add_output_options(p)
+    p.set_defaults(handler=run)
+
+
+def _lines(r: dict, width: int) -> list[str]:
+    import textwrap
+
+    out = [f"{r['kernel']} {r['model'].upper()} on an {r['gpu']}: b = {r['b']}, s_q = {r['s_q']}, topk = {r['topk']}",
+           f"  {r['seconds'] * 1e6:,.1f} us, {r['tflops']:,.0f} TFLOP/s (FlashMLA's FLOP count)"]
+    if "seconds_low" in r:
+        out.append(f"  band {r['seconds_low'] * 1e6:,.1f} - {r['seconds_high'] * 1e6:,.1f} us, "
+                   f"{r['tflops_low']:,.0f} - {r['tflops_high']:,.0f} TFLOP/s")
+    p = r["parts"]
+    out += textwrap.wrap(f"  scheduler {p['sched_s'] * 1e6:.1f} us, split-KV {p['splitkv_s'] * 1e6:,.1f} us, "
+                         f"combine {p['combine_s'] * 1e6:.1f} us; {r['sm_parts']} SM parts x s_q, {r['waves']} "
+                         f"wave(s), {r['cycles_per_block']:,.0f} cycles per block at {r['sm_clock_ghz']} GHz "
+                         f"({r['clock']['label']})", width, subsequent_indent="    ")
+    u = r["utilization"]
+    out += textwrap.wrap(f"  split-KV utilization: issue {u['issue']:.0%}, tensor pipe {u['tensor_pipe']:.0%}, "
+                         f"L1/TEX {u['l1tex']:.0%}, DRAM {u['dram']:.0%}", width, subsequent_indent="    ")
+    if r.get("band_rests_on"):
+        top = ", ".join(f"{x['name']} [{x['label']}]" for x in r["band_rests_on"][:6])
+        out += textwrap.wrap(f"  the band rests most on: {top}", width, subsequent_indent="    ")
+    out += textwrap.wrap(f"  fixed costs: {r['fixed_costs']}", width, subsequent_indent="    ")
+    return out
+
+
+def run(args) -> int:
+    from simtc.cli._common import emit
+    from simtc.kernels.flashmla.predict import predict
+    from simtc.render.lines import LinesView
+
+    r = predict(args.kernel, args.model, args.b, args.s_q, args.topk, band=not args.no_band)
+    return emit(args, data=r, view=LinesView(lambda width: _lines(r, width)), title=f"simtc predict {args.kernel}")
