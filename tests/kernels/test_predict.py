@@ -1,5 +1,6 @@
 """FlashMLA's scheduler (ported) and whole-call predictions."""
 
+import itertools
 import json
 
 import pytest
@@ -28,7 +29,7 @@ def test_the_schedule_covers_every_block_once(b, blocks, parts, lengths, varlen)
     for r, segs in seen.items():
         segs.sort()
         assert segs[0][0] == 0 and segs[-1][1] == nblk[r]                       # from the first to the last block
-        assert all(a[1] == c[0] for a, c in zip(segs, segs[1:], strict=False))  # no gap, no overlap
+        assert all(a[1] == c[0] for a, c in itertools.pairwise(segs))           # no gap, no overlap
         assert all(split == (len(segs) > 1) for _, _, split in segs)            # split exactly when shared
     for p in pm:  # no part takes more than its payload (blocks + the overhead of each request it starts)
         assert p.blocks(nblk) <= payload
