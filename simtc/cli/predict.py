@@ -28,6 +28,8 @@ def register(sub) -> None:
     p.add_argument("--s-q", type=int_in(1, 64, "s_q is 1 ... 64"), required=True, help="query positions per request")
     p.add_argument("--topk", type=int_in(64, 1 << 17, "topk is 64 ... 131072"), required=True,
                    help="tokens each query attends to (a multiple of 64)")
+    p.add_argument("--h-q", type=int, choices=(64, 128), default=64,
+                   help="query heads: 128 on flashmla-head64 launches the head64 kernel twice (default: 64)")
     p.add_argument("--no-band", action="store_true", help="skip the band (one engine run per unmeasured parameter)")
     add_output_options(p)
     p.set_defaults(handler=run)
@@ -36,7 +38,8 @@ def register(sub) -> None:
 def _lines(r: dict, width: int) -> list[str]:
     import textwrap
 
-    out = [f"{r['kernel']} {r['model'].upper()} on an {r['gpu']}: b = {r['b']}, s_q = {r['s_q']}, topk = {r['topk']}",
+    out = [f"{r['kernel']} {r['model'].upper()} on an {r['gpu']}: b = {r['b']}, s_q = {r['s_q']}, topk = {r['topk']}, "
+           f"h_q = {r['h_q']}",
            f"  {r['seconds'] * 1e6:,.1f} us, {r['tflops']:,.0f} TFLOP/s (FlashMLA's FLOP count)"]
     if "seconds_low" in r:
         out.append(f"  band {r['seconds_low'] * 1e6:,.1f} - {r['seconds_high'] * 1e6:,.1f} us, "
@@ -61,5 +64,5 @@ def run(args) -> int:
     from simtc.kernels.flashmla.predict import predict
     from simtc.render.lines import LinesView
 
-    r = predict(args.kernel, args.model, args.b, args.s_q, args.topk, band=not args.no_band)
+    r = predict(args.kernel, args.model, args.b, args.s_q, args.topk, h_q=args.h_q, band=not args.no_band)
     return emit(args, data=r, view=LinesView(lambda width: _lines(r, width)), title=f"simtc predict {args.kernel}")

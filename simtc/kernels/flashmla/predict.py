@@ -199,8 +199,12 @@ def _band_parameters(timing) -> list[tuple[str, float]]:
 
 
 def predict(kernel: str = "flashmla-head64", model_name: str = "v32", b: int = 148, s_q: int = 2,
-            topk: int = 16384, *, band: bool = True, timing=None) -> dict:
-    """The prediction of one call (see the module text): a JSON-ready dict."""
+            topk: int = 16384, *, h_q: int = 64, band: bool = True, timing=None) -> dict:
+    """The prediction of one call (see the module text): a JSON-ready dict.
+
+    ``h_q`` = 128 on flashmla-head64 is FlashMLA's ``Decode_Sm100_Head64x2_Impl`` (``csrc/api/sparse_decode.h``
+    lines 108-139): the head64 split-KV kernel launched twice, once per 64 heads, with one scheduler and one
+    combine; the SM90 kernel for 128 heads (its cluster "crossover") is not modelled."""
     from simtc.engine.parameters import Timing
 
     spec = KERNELS.get(kernel)
@@ -211,6 +215,10 @@ def predict(kernel: str = "flashmla-head64", model_name: str = "v32", b: int = 1
             raise SimtcError(f"{nm} = {v!r}: a positive integer", rule=_RULE)
     if topk % 64:
         raise SimtcError(f"topk = {topk}: a multiple of 64 (FlashMLA's block of tokens)", rule=_RULE)
+    if h_q not in (64, 128) or (h_q == 128 and kernel != "flashmla-head64"):
+        raise SimtcError(f"h_q = {h_q} on {kernel}: 64, or 128 on flashmla-head64 (two head64 launches)",
+                         rule="the modelled kernels run 64 heads per launch")
+    launches = h_q // 64
     m = model(model_name)
     gpu = GPUS[spec.gpu]
     timing = timing or Timing(gpu.arch)
@@ -224,16 +232,16 @@ def predict(kernel: str = "flashmla-head64", model_name: str = "v32", b: int = 1
     cycles *= waves
     fixed = FIXED_H200
     sched_s = fixed.sched(parts, b) * 1e-6
-    splitkv_s = cycles / (gpu.clock_ghz * 1e9) + fixed.splitkv_us * 1e-6
+    splitkv_s = launches * (cycles / (gpu.clock_ghz * 1e9) + fixed.splitkv_us * 1e-6)
     combine_s = fixed.combine(_max_splits(pm, blocks)) * 1e-6
     seconds = sched_s + splitkv_s + combine_s
-    flops = 2 * 64 * b * s_q * topk * (m.d_q + m.d_v)
+    flops = 2 * h_q * b * s_q * topk * (m.d_q + m.d_v)
     run_cycles = run["cycles"]
     util = {"issue": run["units"]["issue"] / (timing["sub_partitions"] * run_cycles),
             "tensor_pipe": run["units"]["tensor_pipe"] / run_cycles,
             "l1tex": run["units"]["smem_port"] / run_cycles,
             "dram": run["hbm_bytes"] * active / (run_cycles / (gpu.clock_ghz * 1e9)) / gpu.dram_peak_bytes_per_s}
-    out = {"kernel": kernel, "model": m.name, "b": b, "s_q": s_q, "topk": topk, "gpu": gpu.name,
+    out = {"kernel": kernel, "model": m.name, "b": b, "s_q": s_q, "topk": topk, "h_q": h_q, "gpu": gpu.name,
            "seconds": seconds, "tflops": flops / seconds / 1e12, "cycles_per_block": per_block,
            "sm_parts": parts, "waves": waves, "sm_clock_ghz": gpu.clock_ghz,
            "utilization": {k: round(min(v, 1.0), 4) for k, v in util.items()},
