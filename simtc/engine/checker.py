@@ -17,7 +17,9 @@ write or overwrite that the issuing warp cannot know is safe, however the timing
   tx underflow, an uninitialised barrier, an allocation error, a deadlock).
 
 A ``tcgen05`` operation may rely only on knowledge that crossed a thread sync between
-``tcgen05.fence::before_thread_sync`` and ``tcgen05.fence::after_thread_sync``.
+``tcgen05.fence::before_thread_sync`` and ``tcgen05.fence::after_thread_sync``. A warp knows that its
+``wgmma.mma_async`` (and their shared-memory operand reads) completed once a ``wgmma.wait_group`` has retired
+their commit group.
 
 The checker needs no engine: :class:`CheckLog` records the calls of a run (``Engine(..., observers=[log])``)
 and :meth:`HazardChecker.replay` runs a fresh checker over the recording -- the same hazards as a live check.
@@ -49,6 +51,8 @@ from simtc.engine.ops import (
     K_WAIT_LD,
     K_WAIT_ST,
     K_WGMMA,
+    K_WGMMA_COMMIT,
+    K_WGMMA_WAIT,
 )
 
 __all__ = ["BULK", "GEN", "LD", "ST", "TC", "TMA", "CheckLog", "HazardChecker"]
@@ -71,7 +75,7 @@ class _Knows:
     """What one warp knows, and its own sequence counters."""
 
     __slots__ = ("bulk_groups", "bulk_seq", "consumed", "fenced_gen", "gen_seq", "ld_seq", "pend", "pub",
-                 "regs_pending", "st_seq", "tc", "tc_seq", "tma_seq", "vc")
+                 "regs_pending", "st_seq", "tc", "tc_seq", "tma_seq", "vc", "wg_groups")
 
     def __init__(self):
         self.vc: dict = {}
@@ -83,6 +87,7 @@ class _Knows:
         self.consumed: dict[str, int] = {}
         self.tma_seq: dict[str, int] = {}
         self.bulk_groups: list[int] = []
+        self.wg_groups: list[int] = []  # the warp's tensor-op sequence number at each wgmma.commit_group
 
 
 class HazardChecker:
@@ -351,6 +356,15 @@ class HazardChecker:
             self._smem_add_reader(w, i, op.smem_r, (BULK, w.idx), k.bulk_seq)
         elif kind == K_BULK_COMMIT:
             k.bulk_groups.append(k.bulk_seq)
+        elif kind == K_WGMMA_COMMIT:
+            k.wg_groups.append(k.tc_seq)
+        elif kind == K_WGMMA_WAIT:  # wgmma.wait_group n: all but the last n groups are complete, operand reads
+            n = op.arg  # included (PTX ISA 9.0 §9.7.15.7.3)
+            groups = k.wg_groups[:-n] if n else k.wg_groups
+            if groups:
+                key = (TC, w.idx)
+                k.vc[key] = k.tc[key] = max(k.vc.get(key, 0), max(groups))
+                k.wg_groups = k.wg_groups[len(groups):]
         elif kind == K_BULK_WAIT:
             n = op.arg
             groups = k.bulk_groups[:-n] if n else k.bulk_groups

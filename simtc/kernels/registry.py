@@ -22,6 +22,11 @@ __all__ = ["PROGRAMS", "build", "builder", "describe", "programs", "register"]
 PROGRAMS: dict[str, tuple[str, Callable | str]] = {
     "flashmla-qk": ("FlashMLA head64 QK step: 18 tcgen05.cp of Q, 18 tcgen05.mma.ws (dual GEMM), commit, ld of P",
                     "simtc.kernels.flashmla.programs:qk_program"),
+    "flashmla-sm90-v32": ("FlashMLA SM90 sparse FP8 decode h64, V32: one CTA, a split of 2 blocks (WG0 QK + softmax + "
+                          "PV, WG1 PV, WG2 gather + dequant); simulate with --arch sm90 --timing-only",
+                          "simtc.kernels.flashmla.sm90:program_v32"),
+    "flashmla-sm90-model1": ("FlashMLA SM90 sparse FP8 decode h64, MODEL1: one CTA, a split of 2 blocks; simulate "
+                             "with --arch sm90 --timing-only", "simtc.kernels.flashmla.sm90:program_model1"),
 }
 """name -> (description, builder): a zero-argument callable, or ``"module:function"`` imported on use."""
 
