@@ -86,6 +86,7 @@ H200 = {
     "bulk_sm_bytes_per_cycle": 34.4,  # one SM, 4-8 blocks in flight, scattered 656-B rows from the 4 GiB pool
     "bulk_l2_bytes_per_cycle": 44.6,  # the same from the 8 MiB pool (L2-resident)
     "bulk_chip_gbps": 3823,  # 132 SMs, 4 blocks in flight each, 4 GiB pool
+    "ldg_chip_gbps": 2956,  # the same rows gathered with 128-bit LDG
     # tests/data/h200_memory_latency.json: one thread's pointer chases, cycles per dependent access
     "ldg_chase": {"hbm": 691.2, "l2": 323.8, "l1": 32.0},
     "bulk_chase": {"hbm": {64: 771.3, 512: 832.0, 2048: 878.7}, "l2": {64: 338.7, 512: 347.3, 2048: 367.3}},

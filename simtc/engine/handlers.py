@@ -63,7 +63,8 @@ def st_shared(eng, w, op, i, now, ev) -> int:
 
 def cuda_core(eng, w, op, i, now):
     """A block of CUDA-core work: its slices on the sub-partition (issue slot and pipes), its LDS/STS on the
-    port, its LDG/STG in the memory system; the warp goes on when the slices are done and its dependent chain
+    port, its LDG/STG in the memory system (a load's data then crosses the port too: L1 and shared memory are
+    one data pipe); the warp goes on when the slices are done and its dependent chain
     has run; the registers it writes are ready then (or when its loads are back, if they are not on the chain)."""
     cost = op.cost
     env = eng.sched.env
@@ -78,12 +79,13 @@ def cuda_core(eng, w, op, i, now):
             eng.issued(w, i, op, t0)
             if eng.mode == "semantics":
                 eng.execute(op.rec, w)
-            for nbytes, rows in cost.loads:
-                done = eng.memory.request(t0, nbytes, rows)
+            for nbytes, rows in cost.loads:  # the data comes back through the L1 data pipe: the SM's port
+                done = port.transfer(eng.memory.request(t0, nbytes, rows, ldg=True), port.cycles(nbytes), "ldst",
+                                     w.idx)
                 if done > mem_done:
                     mem_done = done
             for nbytes, rows in cost.stores:
-                eng.memory.request(t0, nbytes, rows, write=True)
+                eng.memory.request(t0, nbytes, rows, write=True, ldg=True)
         wf = cost.wavefronts * (s + 1) // n - cost.wavefronts * s // n
         if wf:
             e = port.transfer(t0, wf, "ldst", w.idx)

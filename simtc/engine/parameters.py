@@ -300,6 +300,9 @@ _SM100 = _table(
      ("memory system",)),
     ("sector_bytes", 32, "B", "documented",
      f"{_SECTOR}; a scattered row of b bytes moves ceil(b / 32) sectors", ("memory system",)),
+    ("ldg_hbm_bytes_per_cycle", 2841, "B/cycle (chip)", "assumed",
+     f"no B200 figure: hbm_bytes_per_cycle x 2,956 / 3,823, the ratio of LDG to bulk-copy gathers of the same rows "
+     f"measured on the H200 ({_H200})", ("memory system",)),
     # -- barriers ------------------------------------------------------------------------------------
     ("mbarrier_arrive", 29, "cycles", "assumed",
      f"mbarrier arrive (arrive_tx shared write) lands this long after issue ({_FGS_B200})", ("mbarrier",)),
@@ -349,6 +352,9 @@ _SM90 = _table(
      f"least squares 785 + 0.048 per byte: one request alone streams at 1 / 0.048 = 20.8 B/cycle ({_H200_LAT})",
      ("memory system",)),
     ("sector_bytes", 32, "B", "documented", f"{_SECTOR}", ("memory system",)),
+    ("ldg_hbm_bytes_per_cycle", 1493, "B/cycle (chip)", "measured",
+     f"scattered 656-byte rows gathered with 128-bit LDG from a 4 GiB pool, 132 SMs with 4 blocks in flight each: "
+     f"2,956 GB/s / 1,980 MHz ({_H200}); bulk copies of the same rows reach 3,823 GB/s", ("memory system",)),
     ("mbarrier_arrive", 29, "cycles", "assumed", f"mbarrier arrive ({_FGS_H100})", ("mbarrier",)),
     ("named_barrier_arrive", 2, "cycles", "assumed", f"named CTA barrier issue interval ({_FGS_H100})",
      ("named barrier",)),

@@ -254,8 +254,21 @@ def test_every_mechanism_moves_flashmla_head64(head64_cycles):
     base, without = head64_cycles
     unmoved = [m for m, c in without.items() if c == base]
     assert not unmoved, f"mechanisms that do not move the kernel: {unmoved}"
-    # the memory system (HBM share and queueing) and the dependent latencies each cost the kernel cycles
-    assert without["memory"] < base and without["latency"] < base
+    # the dependent latencies cost the kernel cycles; the memory system moves it either way (head64 is bound by the
+    # shared-memory port: data that arrives sooner and in bursts can crowd the port)
+    assert without["latency"] < base
+
+
+def test_the_memory_system_bounds_flashmlas_sm90_kernel():
+    """FlashMLA's SM90 kernel gathers K with LDG and waits for it: without the memory system's share and queueing
+    it is much faster; with LDG's chip bandwidth raised to the bulk copies' it is faster too."""
+    from simtc.kernels.flashmla.sm90 import steady_cycles_per_block_sm90
+
+    t = Timing("sm90")
+    base = steady_cycles_per_block_sm90("v32", 8, t)
+    assert steady_cycles_per_block_sm90("v32", 8, t.without("memory")) < 0.85 * base
+    assert steady_cycles_per_block_sm90("v32", 8, t.with_values(ldg_hbm_bytes_per_cycle=t["hbm_bytes_per_cycle"])) \
+        < 0.95 * base
 
 
 # ---- the hazard checker is an observer: it can run on a recorded run ------------------------------------------

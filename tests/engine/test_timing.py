@@ -358,6 +358,7 @@ def test_h200_transcription_matches_the_recording():
     assert bulk["unloaded_latency"] == h["bulk_issue_64_rows"] and round(bulk["chip_gbps"]) == h["bulk_chip_gbps"]
     one_sm = next(r for r in bulk["loaded"] if r["ctas"] == 1 and r["inflight"] == 4)
     assert round(one_sm["bytes_per_cycle_per_sm"], 1) == h["bulk_sm_bytes_per_cycle"]
+    assert round(s["memory"]["ldg/v32"]["chip_gbps"]) == h["ldg_chip_gbps"]
     lat = summary(load(H200_LAT))
     assert lat["sass_failed"] == [] and round(lat["clock_mhz"]) == h["clock_mhz"]
     assert {k: round(v, 1) for k, v in lat["memory_latency"]["ldg"].items()} == h["ldg_chase"]
@@ -389,6 +390,9 @@ def test_sm90_table_is_the_h200_measurement():
     assert p["tma_issue_gap"].value == round(h["bulk_issue_64_rows"] / 64)
     assert p["hbm_bytes_per_cycle"].value == round(h["bulk_chip_gbps"] * 1e9 / (h["clock_mhz"] * 1e6))
     assert p["sm_bytes_per_cycle"].value == round(h["bulk_sm_bytes_per_cycle"])
+    assert p["ldg_hbm_bytes_per_cycle"].value == round(h["ldg_chip_gbps"] * 1e9 / (h["clock_mhz"] * 1e6))
+    q = PARAMETERS["sm100"]["hbm_bytes_per_cycle"].value
+    assert PARAMETERS["sm100"]["ldg_hbm_bytes_per_cycle"].value == round(q * h["ldg_chip_gbps"] / h["bulk_chip_gbps"])
     assert p["l2_bytes_per_cycle"].value == h["bulk_l2_bytes_per_cycle"]
     assert 1 + p["l2_hit_latency"].value + 1 + p["mbarrier_try_wait"].value == h["tma16_issue_to_wake"]
     # HBM: the LDG chase is the unloaded round trip; the bulk chases through HBM and through L2 differ by as much
