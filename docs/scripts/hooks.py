@@ -152,31 +152,6 @@ def _cell(text) -> str:
     return out
 
 
-_FACT_SHEET = (
-    (re.compile(r"timing\.md §[\d.]+(?:, §[\d.]+)*: "), ""),
-    (re.compile(r" \(timing\.md §[\d.]+(?:, §[\d.]+)*\)"), " (no public measurement)"),
-    (re.compile(r" quoted there"), ""),
-)
-
-
-def public_source(text: str) -> str:
-    """A parameter's source as the site prints it: the code's source text, less its references to ``timing.md``
-    (a fact sheet kept outside this repository, which a reader of the site cannot open); the primary source named
-    beside each reference stays.
-
-    >>> public_source("timing.md §1.2: latency = N/2 + 104 (SemiAnalysis fit)")
-    'latency = N/2 + 104 (SemiAnalysis fit)'
-    >>> public_source("tcgen05.cp latency is unknown (timing.md §6): taken as the drain")
-    'tcgen05.cp latency is unknown (no public measurement): taken as the drain'
-    >>> from simtc.engine.parameters import PARAMETERS
-    >>> any("timing.md" in public_source(p.source) for t in PARAMETERS.values() for p in t.values())
-    False
-    """
-    for pattern, repl in _FACT_SHEET:
-        text = pattern.sub(repl, text)
-    return text
-
-
 def timing_parameter_table(arch: str) -> str:
     """Markdown table of every parameter of ``simtc.engine.parameters.PARAMETERS[arch]``, in the table's order:
     value, unit, label, the mechanisms that read it (``used_by``) and its source.
@@ -188,7 +163,7 @@ def timing_parameter_table(arch: str) -> str:
     from simtc.engine.parameters import PARAMETERS
 
     rows = [f"| `{p.name}` | {p.value} | {_cell(p.unit)} | {p.label} | {', '.join(p.used_by)} | "
-            f"{_cell(public_source(p.source))} |" for p in PARAMETERS[arch].values()]
+            f"{_cell(p.source)} |" for p in PARAMETERS[arch].values()]
     return "\n".join(["| parameter | value | unit | label | used by | source |", "|---|---|---|---|---|---|", *rows])
 
 

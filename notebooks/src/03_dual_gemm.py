@@ -3,8 +3,8 @@
 #
 # FlashMLA's SM100 sparse-decode kernel for 64 heads (`head64`) computes the scores P = Q·Kᵀ of
 # 64 heads × 64 KV tokens over 576 head dims with **18** `tcgen05.mma.ws` instructions of K = 16.
-# 18 × 16 = 288 is *half* of 576, and there is no second loop. Learners ask two questions
-# (fact sheet `flashmla_head64.md` §13):
+# 18 × 16 = 288 is *half* of 576, and there is no second loop (FlashMLA `csrc/sm100/decode/head64/kernel.cuh`
+# lines 535-573 at `9241ae3`). Learners ask two questions:
 #
 # * **Q1.** Why is the K extent halved with no second loop?
 # * **Q2.** Is there reduction overhead, and why is it still worth it?
@@ -183,7 +183,7 @@ LayoutView(layout_e, c0=P_COLUMN)
 # %% [markdown]
 # Each lane half reads A from **its own** 64 lanes **[inferred]** (notebook 02 §7: CUTLASS's `.ws`
 # fragments, `tcgen05.cp .warpx2::02_13`, FlashMLA's "should be duplicated" comment). Lanes 0–63 hold
-# Q's even chunk, lanes 64–127 the odd chunk (§2). So lanes 0–63 compute Q_even·K_evenᵀ and lanes
+# Q's even chunk, lanes 64–127 the odd chunk (section 2). So lanes 0–63 compute Q_even·K_evenᵀ and lanes
 # 64–127 compute Q_odd·K_oddᵀ: two independent 64×64×16 products, both landing in columns 400–463.
 #
 # Check it on the model: run **one** instruction (NoPE k = 0, overwriting P) on a fresh copy of the
@@ -226,7 +226,7 @@ print("bit-exact:", p_exact, f"| dims per half: {q_lo.shape[1]} + {q_hi.shape[1]
 print(f"P_lo + P_hi vs float64 Q.K^T: max abs error {np.abs(p_sum - exact).max():.2e} (|P| up to "
       f"{np.abs(exact).max():.1f})")
 print(f"P_lo + P_hi equals one 576-long chain in {np.mean(p_sum == one_chain):.0%} of the entries "
-      "(a different summation order, §11)")
+      "(a different summation order)")
 
 # %% [markdown]
 # The same holds for the whole kernel: `replay` runs all six roles (index, raw fp8 TMA, RoPE TMA,
@@ -243,10 +243,11 @@ print(run.summary())
 # After the QK commit, warp w of the softmax warpgroup may read only its lane quadrant 32w … 32w+31
 # [doc] §9.7.16.8.1. So warps 0, 1 hold P_lo and warps 2, 3 hold P_hi of the same heads. Each warp
 # loads its quadrant in two `tcgen05.ld.32x32b.x32` (tokens 0–31 and 32–63), keeps one half, and
-# swaps the other with its partner warp w ⊕ 2 through shared memory [kernel] §9:
+# swaps the other with its partner warp w ⊕ 2 through shared memory [kernel] (`kernel.cuh` lines 167-190
+# at `9241ae3`):
 
 # %%
-owner = Table(title="Who holds what (flashmla_head64.md §9; lanes and halves from Layout E)")
+owner = Table(title="Who holds what (kernel.cuh lines 167-190; lanes and halves from Layout E)")
 for col in ("warp", "TMEM lanes", "heads", "loads", "keeps tokens", "sends tokens", "to warp", "holds P for tokens"):
     owner.add_column(col)
 for w in range(4):
@@ -366,9 +367,10 @@ print(f"{ex_base:.0f} cycles per block rest on {rests_text}; they move most with
 # %% [markdown]
 # ## 7. The alternatives, on the same inputs, engine and checker
 #
-# Is the exchange worth its cycles? Compare the designs that avoid it (fact sheet §14;
-# `simtc.kernels.flashmla.alternatives`, also `simtc compare flashmla-head64` in a shell). Each
-# variant is the kernel's Program transformed and replayed on the same 4-block request — or, where it
+# Is the exchange worth its cycles? Compare the designs that avoid it (FlashMLA's earlier SM100 kernel kept Q
+# in shared memory: `csrc/sm100/decode/sparse_fp8/splitkv_mla.cu` at `fd249aa`;
+# `simtc.kernels.flashmla.alternatives`, also `simtc compare flashmla-head64` in a shell). Each variant
+# is the kernel's Program transformed and replayed on the same 4-block request — or, where it
 # does not fit, the refusal simtc's TMEM allocator and `tcgen05.cp` give, with the rule broken:
 #
 # * **duplicated-q** — CUTLASS's intended `.ws` TS use: Q in *both* lane halves, 36 QK MMAs of N = 64, no exchange;
@@ -408,8 +410,8 @@ for name in ("dual-gemm", "duplicated-q", "ss-q-smem"):
 # placement, not control flow**. One `.ws` M=64 instruction with N = 128 is two 64×64 products side by
 # side: D columns 0–63 in lanes 0–63, columns 64–127 in lanes 64–127 (Layout E), each lane half reading
 # A from its own lanes **[inferred]**. The Q copies put Q's even 64-dim chunks in lanes 0–63 and the odd
-# chunks in lanes 64–127 (§2); the 128-row aliased view of K makes B rows 64–127 the odd chunks of the
-# same tokens (§3). So each of the 18 instructions advances *both* halves of K by 16 dims: 18 × 16 = 288
+# chunks in lanes 64–127 (section 2); the 128-row aliased view of K makes B rows 64–127 the odd chunks of the
+# same tokens (section 3). So each of the 18 instructions advances *both* halves of K by 16 dims: 18 × 16 = 288
 # dims per half, 576 in all, with the one k-loop the kernel has (`utcmma_ts`, 16 NoPE + 2 RoPE steps).
 # The two partial sums stay in separate lanes until software adds them.
 
@@ -426,7 +428,7 @@ print(f"P_lo / P_hi bit-exact: {p_exact}; one instruction = two products: {two_p
 # **Q2. Is there reduction overhead, and why is it still worth it?** Yes. Every block, each softmax
 # thread issues one extra TMEM load, 8 + 8 shared-memory stores and loads, a pair barrier and 16 packed
 # adds, on the softmax's part of the loop; the engine's cycle count for it is printed below with the
-# parameters it rests on (§6: mostly assumed, and it moves most with the shared-memory port's
+# parameters it rests on (section 6: mostly assumed, and it moves most with the shared-memory port's
 # bandwidth). P takes twice the TMEM columns, and the exchange needs a 16 KiB buffer (shared with S).
 # It pays in **capacity and bandwidth**, not in tensor-core FLOPs: with Q duplicated in both lane halves
 # TMEM overflows and simtc's allocator refuses it; with Q resident in shared memory the plan overflows

@@ -268,8 +268,8 @@ _SM100 = _table(
      "after the copied bytes stream through the shared-memory port", ("tensor pipe",)),
     # -- TMEM load/store path ----------------------------------------------------------------------
     ("tcgen05_ld_fixed", 100, "cycles", "assumed",
-     "tcgen05.ld latency is unknown; chosen so that a 16-column load (100 + 16) matches the "
-     "unverified '≈ 120 clk for 16 columns' comment quoted there", ("tmem path",)),
+     "tcgen05.ld latency is unknown (no public measurement): a round figure, so that a 16-column load takes "
+     "116 cycles, about the MMA's fixed latency", ("tmem path",)),
     ("tcgen05_st_fixed", 100, "cycles", "assumed", "tcgen05.st latency is unknown; taken equal to ld",
      ("tmem path",)),
     ("tcgen05_ldst_columns_per_cycle", 1, "32-bit columns/cycle per warp", "assumed",

@@ -2,7 +2,7 @@
 
 One source for the replay's own seeded cache (:mod:`simtc.kernels.flashmla.replay`) and FlashMLA's input files
 (:mod:`simtc.kernels.flashmla.io`). The cache is ``uint8 [num_blocks, block_stride]``; a flat token ``t`` lives
-in page block ``t // page_block_size``, slot ``t % page_block_size`` (flashmla_head64.md §1, FlashMLA
+in page block ``t // page_block_size``, slot ``t % page_block_size`` (FlashMLA ``config.h`` lines 33-41 at ``9241ae3``,
 ``csrc/api/sparse_decode.h``):
 
 * V32: 656-byte records (512 e4m3 NoPE | 4 fp32 scales | 64 bf16 RoPE), one scale per 128 dims;

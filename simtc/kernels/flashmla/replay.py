@@ -1,4 +1,5 @@
-"""Replay FlashMLA head64 whole on seeded inputs, and check it (flashmla_head64.md §6, §10, §11).
+"""Replay FlashMLA head64 whole on seeded inputs, and check it (FlashMLA ``csrc/sm100/decode/head64/kernel.cuh`` at
+``9241ae3``).
 
 :func:`make_inputs` builds one request from a seed: Q (bf16, 64 x D_Q), a paged fp8 KV cache with its
 scales and bf16 RoPE part in the kernel's token-record format, top-k indices with invalid (-1) entries
@@ -73,7 +74,7 @@ B200_CLOCK_GHZ = 1.965
 """The SM clock the cycles are converted at: 1.965 GHz, the B200 clock SemiAnalysis converts its cycle
 measurements with (SemiAnalysisAI/microbench-blackwell) [assumed: the clock under this load is not measured]."""
 PUBLISHED_TFLOPS = 350
-"""FlashMLA README: sparse decode "up to 350 TFlops on B200" (flashmla_head64.md §15)."""
+"""FlashMLA ``README.md`` at ``9241ae3``: sparse decode "up to 350 TFlops on B200"."""
 PAGE_BLOCK_SIZE = 64
 O_TOL, LSE_TOL = 4e-3, 1e-3
 
@@ -512,7 +513,7 @@ def replay(model_name: str | Head64Model = "v32", blocks: int = 4, seed: int = 0
             o_ref, lse_ref = reference_attention(inp)
             o_err = float(np.linalg.norm(o - o_ref) / np.linalg.norm(o_ref))
             lse_err = float(np.abs(lse.astype(np.float64) - lse_ref).max())
-        else:  # no valid token: O = 0 and LSE = +inf exactly (kernel.cuh epilogue; flashmla_head64.md §11)
+        else:  # no valid token: O = 0 and LSE = +inf exactly (kernel.cuh lines 316-317, 346)
             o_err = 0.0 if not o.any() else float("inf")
             lse_err = 0.0 if np.all(lse == np.inf) else float("inf")
         trace = cta.gmem["head64.p_trace"].view(np.uint32)
@@ -564,7 +565,8 @@ def _steady(eng) -> float:
 
 
 def block_flops(m: Head64Model) -> int:
-    """FLOPs of one block as FlashMLA counts them: 2 x 64 heads x 64 tokens x (D_QK + D_V) (flashmla_head64.md §10).
+    """FLOPs of one block as FlashMLA counts them: 2 x 64 heads x 64 tokens x (D_QK + D_V) (FlashMLA ``tests/lib.py``,
+    ``count_flop_and_mem_vol_for_decode``, at ``9241ae3``).
 
     >>> block_flops(model("v32")), block_flops(model("model1"))
     (8912896, 8388608)
