@@ -50,7 +50,7 @@ def register(sub) -> None:
                    help="with --flashmla on an sm_90a GPU: also time FlashMLA's whole call (scheduler, split-KV, "
                         "combine; CUDA events, L2 flushed, median of 30 after 5 warm-ups) at the shapes of "
                         "simtc.hw.flashmla_timing.TIMING_SHAPES (default: not timed)")
-    g.add_argument("--timing-set", choices=("calls", "fixed"), default="calls",
+    g.add_argument("--timing-set", choices=("calls", "fixed"), default=None,
                    help="--timing's shapes: calls (14 shapes of both models, what predictions are held against) or "
                         "fixed (small calls measuring the launches, scheduler and combine) (default: calls)")
     g.add_argument("--save-flashmla-timing", metavar="FILE.json",
@@ -77,7 +77,7 @@ def _command(args) -> str:
 def run(args) -> int:
     if args.flashmla or args.replay_flashmla:
         return _run_flashmla(args)
-    for flag in ("cutlass", "build_dir", "save_flashmla", "timing", "save_flashmla_timing"):
+    for flag in ("cutlass", "build_dir", "save_flashmla", "timing", "timing_set", "save_flashmla_timing"):
         if getattr(args, flag):
             raise SimtcError(f"--{flag.replace('_', '-')} needs --flashmla", rule="FlashMLA options go with --flashmla")
     if args.replay and (args.save or args.save_timing):
@@ -151,7 +151,7 @@ def _flashmla_command(args) -> str:
         if getattr(args, flag):
             parts.append(f"--{flag.replace('_', '-')} {getattr(args, flag)}")
     if args.timing:
-        parts.append("--timing" + (f" --timing-set {args.timing_set}" if args.timing_set != "calls" else ""))
+        parts.append("--timing" + (f" --timing-set {args.timing_set}" if args.timing_set else ""))
     return " ".join(parts)
 
 
@@ -175,6 +175,9 @@ def _run_flashmla(args) -> int:
             raise SimtcError("--save-flashmla-timing writes what --timing measures: give --timing too",
                              rule="FlashMLA options go with --flashmla")
         check_writable(args.save_flashmla_timing)
+    if args.timing_set and not args.timing:
+        raise SimtcError("--timing-set chooses --timing's shapes: give --timing too",
+                         rule="FlashMLA options go with --flashmla")
     if args.timing and args.replay_flashmla:
         raise SimtcError("--timing runs FlashMLA on a GPU; --replay-flashmla checks a recording",
                          rule="one FlashMLA mode per run")
@@ -214,7 +217,7 @@ def _run_flashmla(args) -> int:
                 from simtc.hw.device import describe
 
                 say = (lambda s: console.print(f"[dim]{s}[/dim]")) if not args.json else None
-                timing = ft.run_timing(b, ft.TIMING_SETS[args.timing_set], progress=say)
+                timing = ft.run_timing(b, ft.TIMING_SETS[args.timing_set or "calls"], progress=say)
                 if args.save_flashmla_timing:
                     ft.save_timing(args.save_flashmla_timing, timing, meta={
                         "flashmla_commit": b.commit, "cutlass_commit": b.manifest.get("cutlass_commit"),

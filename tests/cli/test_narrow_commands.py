@@ -14,6 +14,9 @@ from simtc.cli import main
     ["replay", "flashmla-head64", "--blocks", "1"],
     ["replay", "flashmla-head64", "--list-mutations"],
     ["compare", "flashmla-head64", "--blocks", "2"],
+    ["predict", "flashmla-head64", "--b", "4", "--s-q", "1", "--topk", "128", "--no-band"],
+    ["timing", "sensitivity", "flashmla-qk", "--top", "3"],
+    ["timing", "params", "--arch", "sm90", "--label", "derived"],
 ], ids=lambda a: " ".join(a[:2]))
 def test_output_fits_80_columns(argv, monkeypatch, capsys):
     monkeypatch.setenv("COLUMNS", "80")

@@ -78,6 +78,7 @@ def test_e4m3_codes_of_a_standard_normal():
 @pytest.mark.parametrize("argv, msg", [
     (["crosscheck", "--timing"], "needs --flashmla"),
     (["crosscheck", "--save-flashmla-timing", "t.json"], "needs --flashmla"),
+    (["crosscheck", "--timing-set", "fixed"], "needs --flashmla"),
 ])
 def test_timing_flags_need_flashmla(argv, msg, capsys):
     from simtc.cli import main
