@@ -149,6 +149,7 @@ class Engine:
         self.pipe_last_ev = -1
         self.tma_last_ev = -1
         self.wg_ops: dict = {}
+        self._wg_members: dict[tuple[str, int], int] = {}
         self.token = None
         self._tokens = 0
         self._tmem_cols: dict[int, int] = {}  # allocated column ranges: start -> ncols
@@ -572,6 +573,14 @@ class Engine:
         """Busy spans ``(start, end, who)`` of each unit (merged where they touch)."""
         return {"tensor_pipe": self.pipe.spans, "tma": self.copy.spans, "tmem_path": self.tmem.spans,
                 "smem_port": self.port.spans, "memory": self.memory.link.spans}
+
+    def warpgroup_members(self, w) -> int:
+        """How many warps of ``w``'s role share its warpgroup (those issue each ``wgmma`` together; counted once)."""
+        key = (w.role, w.warp // 4)
+        n = self._wg_members.get(key)
+        if n is None:
+            n = self._wg_members[key] = sum(1 for b in self.warps if b.warp // 4 == w.warp // 4 and b.role == w.role)
+        return n
 
     @property
     def unit_busy(self) -> dict[str, int]:

@@ -134,17 +134,21 @@ def bulk_commit(eng, w, op, i, now, ev) -> int:
     return 1
 
 
+def _wait_groups(eng, w, i, now, attr: str, n: int, why: str):
+    """Wait until all but the last ``n`` of the warp's committed groups (``w.<attr>``: their completion cycles) are
+    done, and forget them."""
+    groups = getattr(w, attr)
+    done = groups[:-n] if n else groups
+    if not done:
+        return 1
+    setattr(w, attr, groups[len(done):])
+    t = max(done)
+    return w.wait_until(eng, i, t, why) if t > now + 1 else 1
+
+
 def bulk_wait(eng, w, op, i, now, ev):
     """``cp.async.bulk.wait_group.read n``: until all but the last ``n`` committed groups have read their source."""
-    n = op.arg
-    groups = w.bulk_groups[:-n] if n else w.bulk_groups
-    if not groups:
-        return 1
-    t = max(groups)
-    w.bulk_groups = w.bulk_groups[len(groups):]
-    if t > now + 1:
-        return w.wait_until(eng, i, t, "wait_group.read")
-    return 1
+    return _wait_groups(eng, w, i, now, "bulk_groups", op.arg, "wait_group.read")
 
 
 # ---- the tensor pipe ------------------------------------------------------------------------------------
@@ -177,7 +181,7 @@ def wgmma(eng, w, op, i, now, ev):
     else:
         flight = eng.pipe.mma(now, op.rec, w.idx)
         done = flight.done
-        members = sum(1 for b in eng.warps if b.warp // 4 == w.warp // 4 and b.role == w.role)
+        members = eng.warpgroup_members(w)
         if members > 1:
             eng.wg_ops[gkey] = [done, members - 1]
         eng.complete_at(done, w, op, i, ev if flight.start <= now + eng.c["wgmma_issue"] else eng.pipe_last_ev,
@@ -197,15 +201,8 @@ def wgmma_commit(eng, w, op, i, now, ev) -> int:
 
 
 def wgmma_wait(eng, w, op, i, now, ev):
-    n = op.arg
-    groups = w.wg_groups[:-n] if n else w.wg_groups
-    if not groups:
-        return 1
-    t = max(groups)
-    w.wg_groups = w.wg_groups[len(groups):]
-    if t > now + 1:
-        return w.wait_until(eng, i, t, "wgmma.wait_group")
-    return 1
+    """``wgmma.wait_group n``: until all but the last ``n`` committed groups completed."""
+    return _wait_groups(eng, w, i, now, "wg_groups", op.arg, "wgmma.wait_group")
 
 
 def commit(eng, w, op, i, now, ev) -> int:

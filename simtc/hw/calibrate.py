@@ -164,6 +164,7 @@ Top level (every key is present; a section that was not run is ``null``; a secti
 from __future__ import annotations
 
 import collections
+import contextlib
 import datetime
 import fnmatch
 import hashlib
@@ -921,6 +922,18 @@ class _Skip(Exception):
         self.status, self.reason = status, reason
 
 
+@contextlib.contextmanager
+def _outcome(rec: dict):
+    """Run one measurement: a :class:`_Skip` or any other exception becomes ``rec``'s status and reason (the run goes
+    on with the next measurement)."""
+    try:
+        yield
+    except _Skip as s:
+        rec.update(status=s.status, reason=s.reason)
+    except Exception as e:
+        rec.update(status="error", reason=f"{type(e).__name__}: {e}")
+
+
 class _Runner:
     """Loads the modules and runs the benchmarks (cupy imported here)."""
 
@@ -985,7 +998,7 @@ class _Runner:
         steps = [v.steps for v in bench.variants]
         rec = {"status": "ok", "reason": None, "steps": steps, "iters": iters, "warm": self.p.warm,
                "samples": self.p.samples, "runs": []}
-        try:
+        with _outcome(rec):
             self.gate(bench.name)
             launches = self.p.warm + self.p.samples
             for ctas, threads in shapes:
@@ -1011,10 +1024,6 @@ class _Runner:
                     extra(run, threads)
                 rec["runs"].append(run)
             self.progress(bench.name)
-        except _Skip as s:
-            rec.update(status=s.status, reason=s.reason)
-        except Exception as e:
-            rec.update(status="error", reason=f"{type(e).__name__}: {e}")
         return rec
 
     def count_fit(self, bench: Bench, kernel_args: Callable[[int, object, object], tuple], *, grid: int,
@@ -1023,7 +1032,7 @@ class _Runner:
         cp, np = self.cp, self.np
         rec = {"status": "ok", "reason": None, "counts": list(self.p.rounds), "cycles": [], "slope": None,
                "intercept": None}
-        try:
+        with _outcome(rec):
             self.gate(bench.name)
             fn = self.fn(bench.module, bench.variants[0].kernel)
             flag = cp.zeros(1, dtype=cp.uint32)
@@ -1039,10 +1048,6 @@ class _Runner:
                 raise _Skip("timeout", "an mbarrier wait timed out")
             rec["slope"], rec["intercept"] = fit_line(rec["counts"], rec["cycles"])
             self.progress(bench.name)
-        except _Skip as s:
-            rec.update(status=s.status, reason=s.reason)
-        except Exception as e:
-            rec.update(status="error", reason=f"{type(e).__name__}: {e}")
         return rec
 
     # -- sections
@@ -1097,7 +1102,7 @@ class _Runner:
         wg_iters, lds_iters, lds_warps = self.p.tp_iters, 8 * self.p.tp_iters, 8
         rec: dict = {"status": "ok", "reason": None, "n": 256, "bytes_per_wgmma": WGMMA_BYTES, "lds_warps": lds_warps,
                      "wg_iters": wg_iters, "depths": list(WGMMA_DEPTHS), "warm": self.p.warm, "samples": self.p.samples}
-        try:
+        with _outcome(rec):
             self.gate(bench.name)
             from simtc.hw.timing import timing_image
 
@@ -1140,10 +1145,6 @@ class _Runner:
             if bad:
                 raise _Skip("error", f"non-finite {', '.join(bad)}")
             self.progress(bench.name)
-        except _Skip as s:
-            rec.update(status=s.status, reason=s.reason)
-        except Exception as e:
-            rec.update(status="error", reason=f"{type(e).__name__}: {e}")
         return rec
 
     def sync(self) -> dict:
@@ -1173,7 +1174,7 @@ class _Runner:
         cp, np = self.cp, self.np
         warm = 16
         rec: dict = {"status": "ok", "reason": None, "samples": self.p.wake_samples, "warm": warm}
-        try:
+        with _outcome(rec):
             self.gate(bench.name)
             n = warm + self.p.wake_samples
             src = cp.arange(64, dtype=cp.uint32)
@@ -1189,10 +1190,6 @@ class _Runner:
                 rec[key] = {"median": _num(np.median(d)), "p10": _num(np.percentile(d, 10)),
                             "p90": _num(np.percentile(d, 90))}
             self.progress(bench.name)
-        except _Skip as s:
-            rec.update(status=s.status, reason=s.reason)
-        except Exception as e:
-            rec.update(status="error", reason=f"{type(e).__name__}: {e}")
         return rec
 
     def memory_latency(self) -> dict:
@@ -1347,7 +1344,7 @@ class _Runner:
                             cfg = {"status": "ok", "reason": None, "method": method, "format": fmt,
                                    "row_bytes": rows[fmt]["useful"], "pool": pool_name, "ctas": ctas, "inflight": f,
                                    "threads": 128 * f}
-                            try:
+                            with _outcome(cfg):
                                 if pool_name == "hbm" and why:
                                     raise _Skip("error", why)
                                 if method == "ldg" and f > 4:
@@ -1360,10 +1357,6 @@ class _Runner:
                                     self.fn("memory", "simtc_cal_touch")((self.sms,), (256,), (
                                         pool, np.uint64(size // 16), self.sink))
                                 cfg.update(self._gather(method, fmt, pool, n_tokens, ctas, f, seed, rows[fmt]))
-                            except _Skip as s:
-                                cfg.update(status=s.status, reason=s.reason)
-                            except Exception as e:
-                                cfg.update(status="error", reason=f"{type(e).__name__}: {e}")
                             out["configs"].append(cfg)
                 self.progress(bench_name)
         del pool
@@ -1437,7 +1430,7 @@ class _Runner:
         with stream:
             for key, seq in kinds.items():
                 rec = {"status": "ok", "reason": None, "launches": p.launches, "repeats": p.launch_repeats}
-                try:
+                with _outcome(rec):
                     if time.monotonic() - self.t_start > p.budget_s:
                         raise _Skip("skipped", f"time budget of {p.budget_s:.0f} s spent")
                     t = time.perf_counter()  # the host's own rate, measured without a spin in front
@@ -1462,10 +1455,6 @@ class _Runner:
                             us.append(cp.cuda.get_elapsed_time(e0, e1) * 1000.0 / p.launches)
                     rec["us"] = _num(_median(us))
                     rec["us_all"] = [_num(v) for v in us]
-                except _Skip as s:
-                    rec.update(status=s.status, reason=s.reason)
-                except Exception as e:
-                    rec.update(status="error", reason=f"{type(e).__name__}: {e}")
                 out[key] = rec
         out["host_enqueue_us"] = _num(_median(host)) if host else None
         self.progress("launch")
