@@ -291,3 +291,14 @@ def test_checker_replays_a_recorded_run_with_the_same_hazards(name):
     assert eng.hazards, name
     again = HazardChecker.replay(log, eng.warps, eng.index)
     assert [str(h) for h in again.hazards] == [str(h) for h in eng.hazards]
+
+
+def test_a_global_loads_data_crosses_the_l1_data_pipe():
+    """LDG data comes back through the SM's L1 data pipe, the same port as shared memory: a 512-byte warp load
+    holds the port 512 / smem_port_bytes_per_cycle cycles after it arrived."""
+    blk = CudaCoreBlock("ldg", (("LDG.E.128", 1),), gmem="scattered", chain=(("LDG.E.128", 1),))
+    base = _done(_run([Role("a", (0,), (blk,))]))
+    slow = T.scaled("smem_port_bytes_per_cycle", 0.5)
+    assert _done(_run([Role("a", (0,), (blk,))], slow)) - base == 512 // 64 - 512 // 128
+    # and the port counts those cycles as busy
+    assert _run([Role("a", (0,), (blk,))]).unit_busy["smem_port"] == 512 // T["smem_port_bytes_per_cycle"]
