@@ -16,7 +16,7 @@ from array import array
 from collections.abc import Iterator, Sequence
 from typing import NamedTuple
 
-__all__ = ["EVENT_KINDS", "Event", "Trace"]
+__all__ = ["EVENT_KINDS", "Event", "Trace", "mean_interval"]
 
 EVENT_KINDS = {
     "issue": "a warp issues a record (sync records finish here)",
@@ -136,6 +136,15 @@ class Trace(Sequence):
             return iter(())
         return (i for i, x in enumerate(self._kind) if x == k)
 
+    def phase_cycles(self, barrier: str) -> list[int]:
+        """The cycles at which barriers whose name starts with ``barrier`` completed a phase, in order."""
+        k = self._ids.get("phase")
+        if k is None:
+            return []
+        s = self._strings
+        return [c for c, x, d in zip(self._cycle, self._kind, self._detail, strict=True)
+                if x == k and s[d].startswith(barrier)]
+
     def __eq__(self, other) -> bool:
         if isinstance(other, (Trace, list)):
             return len(self) == len(other) and all(a == b for a, b in zip(self, other, strict=True))
@@ -148,3 +157,13 @@ class Trace(Sequence):
         """Bytes held by the columns."""
         return sum(a.itemsize * len(a) for a in (self._cycle, self._warp, self._index, self._dep, self._role,
                                                  self._kind, self._detail))
+
+
+def mean_interval(cycles: list[int], whole: float) -> float:
+    """The mean interval between consecutive cycles (a kernel's steady state between one block's completion and the
+    next, ramp and epilogue left out); ``whole`` when there are fewer than two.
+
+    >>> mean_interval([100, 130, 170], 999), mean_interval([5], 999)
+    (35.0, 999.0)
+    """
+    return (cycles[-1] - cycles[0]) / (len(cycles) - 1) if len(cycles) >= 2 else float(whole)

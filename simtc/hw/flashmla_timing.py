@@ -87,10 +87,9 @@ def flops(shape: TimingShape) -> int:
     >>> flops(TimingShape("v32", 148, 2, 16384))
     675383607296
     """
-    from simtc.kernels.flashmla.models import model
+    from simtc.kernels.flashmla.replay import call_flops
 
-    m = model(shape.model)
-    return 2 * 64 * shape.b * shape.s_q * shape.topk * (m.d_q + m.d_v)
+    return call_flops(shape.model, shape.b, shape.s_q, shape.topk)
 
 
 def _e4m3_code_probabilities(scale_exp: int = -6) -> np.ndarray:

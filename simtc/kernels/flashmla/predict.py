@@ -35,6 +35,7 @@ from attrs import frozen
 
 from simtc.errors import SimtcError
 from simtc.kernels.flashmla.models import model
+from simtc.kernels.flashmla.replay import call_flops
 from simtc.kernels.flashmla.schedule import num_sm_parts, sched_meta
 
 __all__ = ["FIXED_H200", "GPUS", "KERNELS", "FixedCosts", "GpuSpec", "fit_fixed_costs", "predict"]
@@ -235,7 +236,7 @@ def predict(kernel: str = "flashmla-head64", model_name: str = "v32", b: int = 1
     splitkv_s = launches * (cycles / (gpu.clock_ghz * 1e9) + fixed.splitkv_us * 1e-6)
     combine_s = fixed.combine(_max_splits(pm, blocks)) * 1e-6
     seconds = sched_s + splitkv_s + combine_s
-    flops = 2 * h_q * b * s_q * topk * (m.d_q + m.d_v)
+    flops = call_flops(m, b, s_q, topk, h_q)
     run_cycles = run["cycles"]
     util = {"issue": run["units"]["issue"] / (timing["sub_partitions"] * run_cycles),
             "tensor_pipe": run["units"]["tensor_pipe"] / run_cycles,

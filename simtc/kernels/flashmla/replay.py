@@ -55,6 +55,7 @@ __all__ = [
     "Head64Inputs",
     "Head64Replay",
     "block_flops",
+    "call_flops",
     "clear_caches",
     "hbm_bound",
     "make_inputs",
@@ -554,14 +555,15 @@ def steady_cycles_per_block(model_name: str | Head64Model = "v32", blocks: int =
 def sv_done_cycles(eng) -> list[int]:
     """The cycles at which an ``sv_done[*]`` barrier completed a phase: one per block, when the block's S x V
     products are done (the MMA warp's commit landed), in order."""
-    return [e[0] for e in eng.trace if e[4] == "phase" and e[5].startswith("sv_done")]
+    return eng.trace.phase_cycles("sv_done")
 
 
 def _steady(eng) -> float:
     """Steady-state cycles per block: the mean interval between consecutive blocks' ``sv_done`` phases (the
     first block's ramp and the epilogue after the last are left out); the whole run when fewer than 2 blocks."""
-    phases = sv_done_cycles(eng)
-    return (phases[-1] - phases[0]) / (len(phases) - 1) if len(phases) >= 2 else float(eng.cycles)
+    from simtc.engine.trace import mean_interval
+
+    return mean_interval(sv_done_cycles(eng), eng.cycles)
 
 
 def block_flops(m: Head64Model) -> int:
@@ -572,6 +574,16 @@ def block_flops(m: Head64Model) -> int:
     (8912896, 8388608)
     """
     return 2 * B_H * B_TOPK * (m.d_q + m.d_v)
+
+
+def call_flops(m: str | Head64Model, b: int, s_q: int, topk: int, h_q: int = B_H) -> int:
+    """FLOPs of a decode call as FlashMLA counts them (every index valid): ``block_flops`` per 64 heads per block of
+    64 tokens, for b x s_q queries of topk tokens.
+
+    >>> call_flops("v32", 148, 2, 16384)
+    675383607296
+    """
+    return block_flops(model(m)) * (h_q // B_H) * b * s_q * topk // B_TOPK
 
 
 def tflops(flops: float, cycles: float, sms: int = B200_SMS, clock_ghz: float = B200_CLOCK_GHZ) -> float:

@@ -632,12 +632,13 @@ def per_block_sass(model_name: str | Sm90Model = "v32") -> dict[str, dict[str, i
 def k_avail_cycles(eng) -> list[int]:
     """The cycles at which a ``bar_k_avail[*]`` phase completed: one per block, when WG0 and WG1 are done with its K
     buffer (both PV halves complete), in order."""
-    return [e[0] for e in eng.trace if e[4] == "phase" and e[5].startswith("bar_k_avail")]
+    return eng.trace.phase_cycles("bar_k_avail")
 
 
 def _steady(eng) -> float:
-    t = k_avail_cycles(eng)
-    return (t[-1] - t[0]) / (len(t) - 1) if len(t) >= 2 else float(eng.cycles)
+    from simtc.engine.trace import mean_interval
+
+    return mean_interval(k_avail_cycles(eng), eng.cycles)
 
 
 def sm90_run(model_name: str | Sm90Model = "v32", blocks: int = 12, timing=None, *, check: bool = True) -> dict:
