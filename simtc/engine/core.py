@@ -37,6 +37,7 @@ from simtc.engine.copy_engine import CopyEngine
 from simtc.engine.handlers import HANDLERS
 from simtc.engine.hazards import Hazard
 from simtc.engine.issue import SubPartition, block_cost
+from simtc.engine.l1 import L1MissPath
 from simtc.engine.memory import MemorySystem
 from simtc.engine.ops import KIND_OF_CLASS, FootprintIndex, Keys, Op
 from simtc.engine.parameters import Timing
@@ -52,7 +53,7 @@ __all__ = ["Engine", "EngineError", "Simulation", "gc_paused"]
 
 MODES = ("semantics", "timing")
 TMEM_COLUMNS = 512
-UNITS = ("tensor_pipe", "tma", "tmem_path", "smem_port", "memory", "issue")
+UNITS = ("tensor_pipe", "tma", "tmem_path", "smem_port", "l1", "memory", "issue")
 # records that act in semantics mode when their arrival lands (commit, arrivals) or not at all (waits, barriers)
 _NOT_AT_ISSUE = frozenset((k.K_COMMIT, k.K_ARRIVE, k.K_ARRIVE_TX, k.K_TRY_WAIT, k.K_BAR_SYNC, k.K_BAR_ARRIVE))
 _ARRIVING = frozenset((k.K_ARRIVE, k.K_ARRIVE_TX, k.K_COMMIT, k.K_TMA_LOAD))
@@ -143,6 +144,7 @@ class Engine:
         self.deadlock: dict | None = None
         self.port = SharedMemoryPort(timing)
         self.memory = MemorySystem(timing, active_sms, l2_resident)
+        self.l1 = L1MissPath(timing)
         self.pipe = TensorPipe(timing, self.port)
         self.copy = CopyEngine(timing, self.port, self.memory)
         self.tmem = TmemPath(timing)
@@ -288,6 +290,7 @@ class Engine:
         if ev & 1023 == 0:  # now and then, forget the busy time no request can reach any more
             self.port.forget(now)
             self.memory.forget(now)
+            self.l1.forget(now)
         token = None
         if op.kind in _ARRIVING:
             self._tokens += 1
@@ -572,7 +575,7 @@ class Engine:
     def unit_spans(self) -> dict[str, Spans]:
         """Busy spans ``(start, end, who)`` of each unit (merged where they touch)."""
         return {"tensor_pipe": self.pipe.spans, "tma": self.copy.spans, "tmem_path": self.tmem.spans,
-                "smem_port": self.port.spans, "memory": self.memory.link.spans}
+                "smem_port": self.port.spans, "l1": self.l1.spans, "memory": self.memory.link.spans}
 
     def warpgroup_members(self, w) -> int:
         """How many warps of ``w``'s role share its warpgroup (those issue each ``wgmma`` together; counted once)."""
@@ -586,7 +589,7 @@ class Engine:
     def unit_busy(self) -> dict[str, int]:
         """Cycles each unit was busy (``issue``: issue-slot cycles over all sub-partitions)."""
         return {"tensor_pipe": self.pipe.busy, "tma": self.copy.busy, "tmem_path": self.tmem.busy,
-                "smem_port": self.port.busy, "memory": self.memory.link.busy,
+                "smem_port": self.port.busy, "l1": self.l1.busy, "memory": self.memory.link.busy,
                 "issue": sum(sp.issue.busy for sp in self.sub_partitions)}
 
     def per_role(self) -> dict[str, dict[str, int]]:

@@ -43,6 +43,7 @@ import re
 from attrs import frozen
 
 from simtc.engine.calendar import InOrder
+from simtc.engine.l1 import load_lines
 
 __all__ = ["PIPES", "BlockCost", "SubPartition", "block_cost", "block_parameters", "class_pipe", "memory_access"]
 
@@ -126,9 +127,9 @@ class BlockCost:
     """Cycles each pipe is held (pipes the block uses)."""
     wavefronts: int
     """Shared-memory port cycles of its LDS/STS."""
-    loads: tuple[tuple[int, int], ...]
-    """Global loads: ``(bytes, rows)`` per warp-instruction."""
-    stores: tuple[tuple[int, int], ...]
+    loads: tuple[tuple[int, int, float], ...]
+    """Global loads: ``(bytes, rows, 128-byte lines)`` per warp-instruction."""
+    stores: tuple[tuple[int, int, float], ...]
     chain: int
     """Latency of the declared dependent chain, less its global loads (cycles)."""
     chain_loads: bool
@@ -167,7 +168,7 @@ def _block_cost(rec, timing) -> BlockCost:
     n_instr = 0
     wavefronts = 0
     loads, stores = [], []
-    scattered = rec.gmem == "scattered"
+    rows = rec.gmem_rows or (32 if rec.gmem == "scattered" else 1)
     for cls, count in rec.counts:
         n_instr += count
         mem = memory_access(cls)
@@ -176,7 +177,9 @@ def _block_cost(rec, timing) -> BlockCost:
             if space == "smem":
                 wavefronts += count * max(1, math.ceil(32 * width / timing["smem_port_bytes_per_cycle"]))
             else:
-                (loads if is_load else stores).extend([(32 * width, 32 if scattered else 1)] * count)
+                nbytes = 32 * width
+                (loads if is_load else stores).extend(
+                    [(nbytes, rows, load_lines(nbytes, rows, rec.gmem_pitch))] * count)
             continue
         pipe, ops = class_pipe(cls)
         per_instr = 32 * ops * sps / timing[_LANES[pipe]] if rates else 1

@@ -4,7 +4,7 @@ A :class:`Parameter` carries its value, unit, **label** and **source**, and the 
 (``used_by``):
 
 * ``measured`` -- read off real hardware, by the cited source (a third party's published data, or a
-  recording in this repository);
+  recording in this repository): a reading, or the intercept / slope of a line fitted to one recording's readings;
 * ``documented`` -- stated by a vendor document (NVIDIA's programming guide, architecture whitepapers,
   datasheets);
 * ``derived`` -- arithmetic on measured or documented figures (the source says whose);
@@ -48,6 +48,8 @@ MECHANISMS = {
     "copy_engine": "TMA loads, stores and bulk copies through the SM's copy engine (simtc.engine.copy_engine)",
     "memory": "L2 and HBM: per-SM share of the chip's bandwidth, latency that grows with the bytes queued "
               "(simtc.engine.memory); off: every request takes the unloaded latency, no bandwidth limit",
+    "l1": "a warp's global loads leave the SM through the L1's miss path at a cost per 128-byte line they touch "
+          "(simtc.engine.l1); off: no cost there",
     "pipe_rates": "CUDA-core instruction classes at their own pipe rates per sub-partition "
                   "(simtc.engine.issue); off: every class at one warp-instruction per cycle",
     "latency": "dependent-instruction latency: a CUDA-core block's dependent chain, registers ready after "
@@ -82,6 +84,7 @@ USED_BY = {
     "tmem path": "simtc.engine.tmem_path",
     "shared-memory port": "simtc.engine.smem_port",
     "copy engine": "simtc.engine.copy_engine",
+    "L1 miss path": "simtc.engine.l1",
     "memory system": "simtc.engine.memory",
     "issue": "simtc.engine.issue (sub-partition issue slot, pipes, scoreboard)",
     "mbarrier": "simtc.engine.barriers (mbarrier arrive, try_wait, tcgen05.commit)",
@@ -147,6 +150,14 @@ _H200_LAT_HBM = ("one thread's LDG.E.64.STRONG.GPU pointer chase through a 4 GiB
                  "none in L2): 691 cycles per dependent load, the unloaded round trip of a request that misses L2; a "
                  "cp.async.bulk chase of 64-B rows through the same pool steps 432 cycles slower than through an "
                  "L2-resident one (771 vs 339), as dram_latency - l2_hit_latency = 442 predicts")
+_H200_L1 = ("tests/data/h200_l1_probe.json (python -m simtc.hw.l1_probe on an NVIDIA H200, 2026-12-01; "
+            "Nsight Compute counts in tests/data/ncu/h200_l1_probe.csv)")
+_L1_PROBE_TEXT = ("one CTA of 32 warps issuing scattered 128-bit loads from an L2-resident pool with 200 KiB of shared "
+                  "memory held (the small L1 FlashMLA's kernels leave): 6.1 / 7.2 / 14.5 / 26.8 / 61.8 / 19.5 / 14.2 "
+                  "cycles per warp-instruction touching 4 / 4 / 8 / 16 / 32 / 11 / 8 lines (1 row of 512 B, 4 of "
+                  "128, 8 of 64 in one line and straddling two, 32 of 16, 8 at FlashMLA's V32 and MODEL1 pitches): "
+                  "the median cycles per line, 1.78 (residuals -8% to +17%); with the L1 free (no shared memory) it "
+                  "is 1.01 per line, a case the engine does not model")
 _H200 = ("tests/data/h200_calibration.json (simtc calibrate on an NVIDIA H200, 1,980 MHz, 2026-12-01; "
          "simtc.engine.calibration.H200)")
 
@@ -201,10 +212,10 @@ def _shared_rows(arch: str) -> tuple[tuple, ...]:
         ("smem_ld_latency", 23, "cycles", lab,
          src("LDS.32 pointer chase: 23 cycles per dependent load (an ld.shared's register is ready this long after "
              "its data left the port)"), ("shared-memory port",)),
-        ("named_barrier_release", 11, "cycles", der,
+        ("named_barrier_release", 11, "cycles", lab,
          src("bar.sync in a loop: 20 / 28 / 36 cycles per barrier for 128 / 256 / 384 threads = 1 issue cycle + "
              "11 + 2 per participating warp; this is the 11"), ("named barrier",)),
-        ("named_barrier_per_warp", 2, "cycles per warp", der,
+        ("named_barrier_per_warp", 2, "cycles per warp", lab,
          src("the same line's slope: the release comes 2 cycles later per participating warp"), ("named barrier",)),
         ("proxy_fence", 9, "cycles", lab, src("fence.proxy.async.shared::cta by one warp: 9.0 cycles per fence "
                                               "(MEMBAR.ALL.CTA + FENCE.VIEW.ASYNC.S)"), ("issue",)),
@@ -304,6 +315,8 @@ _SM100 = _table(
      f"no B200 figure: hbm_bytes_per_cycle x 2,956 / 3,823, the ratio of LDG to bulk-copy gathers of the same rows "
      f"measured on the H200 ({_H200})", ("memory system",)),
     # -- barriers ------------------------------------------------------------------------------------
+    ("l1_line_cycles", 1.78, "cycles per 128-B line", "assumed",
+     f"measured on the H200 (sm90), assumed equal on sm100: {_L1_PROBE_TEXT} ({_H200_L1})", ("L1 miss path",)),
     ("mbarrier_arrive", 29, "cycles", "assumed",
      f"mbarrier arrive (arrive_tx shared write) lands this long after issue ({_FGS_B200})", ("mbarrier",)),
     ("named_barrier_arrive", 18, "cycles", "assumed",
@@ -320,9 +333,10 @@ _SM90 = _table(
      f"(A + B bytes) / 128 for N < 64 ({_H200_WGMMA}); an SS wgmma chain kept its pace beside LDS.128 streams, which "
      "took 33.5 B/cycle of what it left: the one shared-memory bandwidth every reader and writer draws from",
      ("shared-memory port", "mma model")),
-    ("wgmma_flop_per_cycle", 4096, "FLOP/cycle", "derived",
-     "dense bf16 peak per SM: 989 TFLOP/s / (132 SMs x 1.83 GHz) (NVIDIA H100 SXM datasheet); II = N/2 for "
-     f"N >= 64 on the H200 ({_H200_WGMMA})", _TP),
+    ("wgmma_flop_per_cycle", 4096, "FLOP/cycle", "measured",
+     f"II = N/2 cycles for m64nNk16 bf16 at N >= 64 on the H200 ({_H200_WGMMA}): 64 x N x 16 x 2 FLOP / (N / 2) = "
+     "4,096 per cycle per SM; the datasheet's dense bf16 peak agrees (989 TFLOP/s / (132 SMs x 1.83 GHz), NVIDIA "
+     "H100 SXM datasheet)", _TP),
     ("wgmma_issue", 13, "cycles", "measured",
      f"wgmma issue interval: the II floor of RS chains at N = 8..24 ({_H200_WGMMA}); also taken as the issue part of "
      "the latency (the split of the fixed latency is not observable)", _TP),
@@ -347,7 +361,7 @@ _SM90 = _table(
      f"/ 1,980 MHz ({_H200}); the datasheet's 4.8 TB/s is the peak of streaming access", ("memory system",)),
     ("dram_latency", 691, "cycles", "measured",
      f"{_H200_LAT_HBM} ({_H200_LAT})", ("memory system",)),
-    ("request_bytes_per_cycle", 20.8, "B/cycle", "derived",
+    ("request_bytes_per_cycle", 20.8, "B/cycle", "measured",
      "a cp.async.bulk pointer chase over the same pool, rows of 64 / 512 / 2,048 B: 771 / 832 / 879 cycles per step, "
      f"least squares 785 + 0.048 per byte: one request alone streams at 1 / 0.048 = 20.8 B/cycle ({_H200_LAT})",
      ("memory system",)),
@@ -355,6 +369,8 @@ _SM90 = _table(
     ("ldg_hbm_bytes_per_cycle", 1493, "B/cycle (chip)", "measured",
      f"scattered 656-byte rows gathered with 128-bit LDG from a 4 GiB pool, 132 SMs with 4 blocks in flight each: "
      f"2,956 GB/s / 1,980 MHz ({_H200}); bulk copies of the same rows reach 3,823 GB/s", ("memory system",)),
+    ("l1_line_cycles", 1.78, "cycles per 128-B line", "measured",
+     f"{_L1_PROBE_TEXT} ({_H200_L1})", ("L1 miss path",)),
     ("mbarrier_arrive", 29, "cycles", "assumed", f"mbarrier arrive ({_FGS_H100})", ("mbarrier",)),
     ("named_barrier_arrive", 2, "cycles", "assumed", f"named CTA barrier issue interval ({_FGS_H100})",
      ("named barrier",)),

@@ -11,7 +11,10 @@ semantics layer's effect registry; ``""`` = timing only):
 * ``wavefronts`` -- shared-memory port cycles per warp of its LDS/STS when they are not the conflict-free
   count (e.g. FlashMLA's 2-way conflicted fp8 loads); 0 = derived from the counts;
 * ``gmem`` -- how its global loads/stores spread: ``"coalesced"`` (one row per warp-instruction) or
-  ``"scattered"`` (one row per lane, a gather).
+  ``"scattered"`` (one row per lane, a gather); ``gmem_rows`` overrides the rows per warp-instruction (1 to 32,
+  e.g. FlashMLA's SM90 producer: 8 tokens x 4 lanes) and ``gmem_pitch`` gives the bytes between rows in memory
+  (where rows start within their 128-byte lines; 0 = on a line), which the L1 model reads
+  (:mod:`simtc.engine.l1`).
 
 Its footprint is declared by explicit fields.
 
@@ -51,6 +54,12 @@ def _counts(value) -> tuple[tuple[str, int], ...]:
 def _gmem(inst, attribute, value) -> None:
     if value not in ("coalesced", "scattered"):
         fail(f"gmem must be 'coalesced' or 'scattered', got {value!r}", rule="CudaCoreBlock global access pattern")
+
+
+def _gmem_rows(inst, attribute, value) -> None:
+    if value not in (0, 1, 2, 4, 8, 16, 32):
+        fail(f"gmem_rows must be 0 (from gmem) or a power of two from 1 to 32 rows per warp-instruction, got "
+             f"{value!r}", rule="CudaCoreBlock global access pattern")
 
 
 def _chain(inst, attribute, value) -> None:
@@ -99,6 +108,8 @@ class CudaCoreBlock(Instr):
                                                metadata={"codec": "pairs"})
     wavefronts: int = field(default=0, converter=as_int, validator=nonneg)
     gmem: str = field(default="coalesced", validator=_gmem)
+    gmem_rows: int = field(default=0, converter=as_int, validator=_gmem_rows)
+    gmem_pitch: int = field(default=0, converter=as_int, validator=nonneg)
 
     @property
     def instructions(self) -> int:

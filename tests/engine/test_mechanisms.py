@@ -271,6 +271,17 @@ def test_the_memory_system_bounds_flashmlas_sm90_kernel():
         < 0.95 * base
 
 
+def test_the_l1_moves_flashmlas_sm90_kernel():
+    """The producer's gathers pay the L1 per line: the kernel is slower with the miss path than without, and slower
+    still with a dearer line."""
+    from simtc.kernels.flashmla.sm90 import steady_cycles_per_block_sm90
+
+    t = Timing("sm90")
+    base = steady_cycles_per_block_sm90("v32", 8, t)
+    assert steady_cycles_per_block_sm90("v32", 8, t.without("l1")) < base
+    assert steady_cycles_per_block_sm90("v32", 8, t.scaled("l1_line_cycles", 4.0)) > base
+
+
 # ---- the hazard checker is an observer: it can run on a recorded run ------------------------------------------
 def _hazard_programs():
     from simtc.kernels.hazards import EXPECTED
@@ -294,11 +305,14 @@ def test_checker_replays_a_recorded_run_with_the_same_hazards(name):
 
 
 def test_a_global_loads_data_crosses_the_l1_data_pipe():
-    """LDG data comes back through the SM's L1 data pipe, the same port as shared memory: a 512-byte warp load
-    holds the port 512 / smem_port_bytes_per_cycle cycles after it arrived."""
-    blk = CudaCoreBlock("ldg", (("LDG.E.128", 1),), gmem="scattered", chain=(("LDG.E.128", 1),))
+    """LDG data comes back through the SM's L1 data pipe, the same port as shared memory: a 512-byte warp load of
+    one row holds the port 512 / smem_port_bytes_per_cycle cycles after it arrived; one of 32 scattered rows, a
+    wavefront per row (32 cycles)."""
+    blk = CudaCoreBlock("ldg", (("LDG.E.128", 1),), chain=(("LDG.E.128", 1),))
     base = _done(_run([Role("a", (0,), (blk,))]))
     slow = T.scaled("smem_port_bytes_per_cycle", 0.5)
     assert _done(_run([Role("a", (0,), (blk,))], slow)) - base == 512 // 64 - 512 // 128
     # and the port counts those cycles as busy
     assert _run([Role("a", (0,), (blk,))]).unit_busy["smem_port"] == 512 // T["smem_port_bytes_per_cycle"]
+    gather = CudaCoreBlock("ldg", (("LDG.E.128", 1),), gmem="scattered", chain=(("LDG.E.128", 1),))
+    assert _run([Role("a", (0,), (gather,))]).unit_busy["smem_port"] == 32

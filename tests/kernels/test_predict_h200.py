@@ -36,12 +36,15 @@ def comparison():
 
 
 def test_where_the_prediction_stands(comparison):
-    """Today: within 10% on the smallest calls (their fixed costs dominate), 13-24% fast on the large ones (the engine
-    runs a block of the SM90 kernel in ~4,800 cycles where the H200 takes ~5,900) -- short of the ±15% / ±25% the
-    model is meant to reach. The test keeps the model from getting worse and its error from changing sign unseen."""
+    """Today: within 10% on the smallest calls (their fixed costs dominate); V32's large calls 11-16% fast, MODEL1's
+    20-22% fast (the engine runs a block of the SM90 kernel in ~5,000 (V32) / ~4,600 (MODEL1) cycles where the H200
+    takes ~5,900 / ~6,100) -- short of the ±15% / ±25% the model is meant to reach for MODEL1. The test keeps the
+    model from getting worse and its error from changing sign unseen."""
     for r, _, err in comparison:
         big = r["b"] * r["s_q"] >= 64
         assert -0.30 < err < (0.05 if big else 0.15), (r["name"], err)
+        if big and r["model"] == "v32":   # with the L1's per-line cost (simtc.engine.l1)
+            assert err > -0.17, (r["name"], err)
 
 
 def test_predicted_utilizations_beside_nsight_compute():

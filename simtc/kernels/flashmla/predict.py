@@ -136,7 +136,7 @@ class FixedCosts:
         return self.combine_us + self.combine_per_split_us * (max_splits if max_splits > 1 else 0)
 
 
-FIXED_H200 = FixedCosts(4.916, 0.176, 0.084, -2.918, 4.511, 0.266,
+FIXED_H200 = FixedCosts(4.916, 0.176, 0.084, -3.038, 4.511, 0.266,
                         source="tests/data/flashmla_h200_sm90_fixed.json (14 small calls on an H200, 2026-12-01), "
                                "fitted by fit_fixed_costs; tests/kernels/test_predict.py refits it")
 """The fixed costs of a call on the H200 (also assumed for the B200)."""

@@ -68,14 +68,15 @@ Modelling decisions (simplifications of this simulator, not of the kernel) [infe
   the LSE store that only warps 0-1 execute).
   Predicated-off instructions issue (they are counted), except the first block's ``bar.sync`` of WG0 and the last
   block's ``bar.arrive`` of WG1, which are left out (an arrival that does not happen).
-* **Global loads** are ``CudaCoreBlock`` classes ``LDG...``: each warp-instruction one coalesced request of
-  512 B (8 tokens x 64 contiguous B, 16 B per lane; scales and indices broadcast across lanes are counted at 16 /
-  8 / 4 B per lane). Where they stall is the SASS's: the generator follows each load's destination registers to
-  the first instruction reading them (in the next trip of the loop for the index prefetch); a ``CudaCoreBlock``
+* **Global loads** are ``CudaCoreBlock`` classes ``LDG...``: each warp-instruction a request of 512 B from
+  :data:`GATHER_ROWS` = 8 token rows (64 contiguous B each, 16 B per lane; scales and indices broadcast across lanes
+  are counted at 16 / 8 / 4 B per lane), the rows ``row_pitch`` bytes apart (which lines of the L1 they touch:
+  :mod:`simtc.engine.l1`). Where they stall is the SASS's: the generator follows each load's destination registers
+  to the first instruction reading them (in the next trip of the loop for the index prefetch); a ``CudaCoreBlock``
   starts at each run of loads (it writes their registers, ready when the data is back) and at each first read (it
-  reads them: the warp waits there, the long-scoreboard stall). A block carries a dependent ``chain`` only where
-  it is one sequence (the softmax's row maximum, the producer's page/row division); elsewhere the chunks'
-  conversions overlap (throughput only).
+  reads them: the warp waits there, the long-scoreboard stall). A block carries a dependent ``chain`` only where it
+  is one sequence (the softmax's row maximum, the producer's page/row division); elsewhere the chunks' conversions
+  overlap (throughput only).
 * **Footprints**: the producer's shared-memory writes are the whole K buffer for every warp (each warp writes its
   16 tokens of it), and ``is_kv_valid`` is written by all four warps (warp 8 only, in the kernel).
 * **The bulk copies** of the epilogue: each warp's elected lane copies its 8 rows; as a Role's records are the
@@ -110,14 +111,17 @@ from simtc.kernels.flashmla.plan import PlanBuffer, SmemPlan
 from simtc.smem.desc import SmemDescriptor
 from simtc.smem.layout import CanonicalLayout
 
-__all__ = ["MODELS", "NAMED_BARRIERS", "ROLE_WARPS", "S_TILE", "Sm90Model", "k_avail_cycles", "k_tile", "model",
-           "per_block_sass", "program_model1", "program_sass", "program_v32", "q_tile", "record_sass", "sass_class",
-           "sm90_program", "sm90_run", "steady_cycles_per_block_sm90", "v_descriptor"]
+__all__ = ["GATHER_ROWS", "MODELS", "NAMED_BARRIERS", "ROLE_WARPS", "S_TILE", "Sm90Model", "k_avail_cycles", "k_tile",
+           "model", "per_block_sass", "program_model1", "program_sass", "program_v32", "q_tile", "record_sass",
+           "sass_class", "sm90_program", "sm90_run", "steady_cycles_per_block_sm90", "v_descriptor"]
 
 B_H = 64
 """Heads per CTA = wgmma M (``BLOCK_M``, config.h L32)."""
 B_TOPK = 64
 """Tokens per block (``TOPK_BLOCK_SIZE``, config.h L33)."""
+GATHER_ROWS = 8
+"""Tokens one producer warp-instruction loads from: lanes ``8 k + j`` read token ``8 warp + j``'s 16-byte slice
+``k`` of a 64-byte chunk (splitkv_mla.cuh L459-460, L583-584)."""
 D_V = 512
 ROLE_WARPS = {"wg0": (0, 1, 2, 3), "wg1": (4, 5, 6, 7), "producer": (8, 9, 10, 11), "q_load": (0,)}
 """CTA warps of each role (``canonical_warp_group_idx``, splitkv_mla.cuh L94, L186, L366, L454)."""
@@ -168,6 +172,12 @@ class Sm90Model:
     @property
     def v32(self) -> bool:
         return self.name == "v32"
+
+    @property
+    def row_pitch(self) -> int:
+        """Bytes between a page's token rows in global memory (V32: the 656-byte tokens back to back; MODEL1: the
+        576-byte records, the scales after them), which sets where a row starts within its 128-byte lines."""
+        return 656 if self.v32 else 576
 
     @property
     def qk_mmas(self) -> int:
@@ -483,7 +493,8 @@ class Sm90Builder:
         name = block.name + (f" [loads {', '.join(loads)}]" if loads else "") + (f" [uses {', '.join(uses)}]"
                                                                                   if uses else "")
         return CudaCoreBlock(name, block.counts, smem_reads=block.smem_reads, smem_writes=block.smem_writes,
-                             regs_read=regs_r, regs_written=regs_w, chain=block.chain, gmem=block.gmem)
+                             regs_read=regs_r, regs_written=regs_w, chain=block.chain, gmem=block.gmem,
+                             gmem_rows=block.gmem_rows, gmem_pitch=block.gmem_pitch)
 
     def _gap(self, role: str, part: str, prev: str, occ: int, counts, ctx: _Ctx) -> CudaCoreBlock:
         m = self.m
@@ -516,6 +527,8 @@ class Sm90Builder:
                 name = "LSE (log2) of rows 0-63"
                 kw = {"smem_reads": ((m.at("sM"), m.at("sM") + 512),), "chain": (("LDS", 1), ("MUFU.LG2", 1),
                                                                                    ("FADD", 1))}
+        if role == "producer" and any(c.startswith("LDG") for c in have):
+            kw |= {"gmem_rows": GATHER_ROWS, "gmem_pitch": m.row_pitch}
         return _block(name, counts, **kw)
 
     # ---- roles ---------------------------------------------------------------------------------------------------
