@@ -1,7 +1,7 @@
 """The hazard rules the engine checks, and the report it gives for each one.
 
-Every rule names where it comes from. Section numbers are those of PTX ISA 9.0 (the numbering of
-``shared/spec/tcgen05.md``: §9.7.16 = tcgen05, §9.7.13.15 = mbarrier).
+Every rule names where it comes from. Section numbers are those of the PTX ISA 9.0
+(https://docs.nvidia.com/cuda/parallel-thread-execution/: §9.7.16 = tcgen05, §9.7.13.15 = mbarrier).
 
 The checker is a happens-before analysis over the simulated run, not a pattern match: every
 warp carries what it *knows* to have completed (a vector clock over the asynchronous operations

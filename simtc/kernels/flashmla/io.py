@@ -18,8 +18,7 @@ indices and the dequantized K of the float64 reference, through :mod:`simtc.nume
 :func:`replay_inputs` replays every row and gathers the outputs. :func:`make_inputs` writes random
 inputs, quantizing a bf16 K the way FlashMLA's ``tests/quant.py`` ``quantize_k_cache`` does.
 
-Sources (``deepseek-ai/FlashMLA``; the head64 fact sheet snapshot ``9241ae3ef9ba``, files re-read as stored
-at the commits named): ``csrc/api/sparse_decode.h`` (shapes, dtypes, ``bytes_per_token`` 656 / 584,
+Sources (``deepseek-ai/FlashMLA``, read at ``9241ae3`` unless another commit is named): ``csrc/api/sparse_decode.h`` (shapes, dtypes, ``bytes_per_token`` 656 / 584,
 ``kv.stride(1) == bytes_per_token``, ``topk_length`` [b], ``attn_sink`` [h_q]; 4855c77),
 ``csrc/sm100/decode/head64/kernel.cuh`` (host asserts ``topk % 64 == 0``, ``h_q == 64``,
 ``stride_kv_block % TMA_K_STRIDE == 0``; index warp validity ``0 <= idx < num_blocks * page_block_size`` and
