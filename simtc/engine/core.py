@@ -450,7 +450,8 @@ class Engine:
             used = sorted(self._tmem_cols.items())
             start, pos = None, 0
             for s, c in [*used, (TMEM_COLUMNS, 0)]:
-                base = -(-pos // n) * n  # the allocator's column, aligned to ncols [inferred: PTX ISA §9.7.16.7.1 does not say]
+                # the allocator's column, aligned to ncols [inferred: PTX ISA 9.0 §9.7.16.7.1 does not say]
+                base = -(-pos // n) * n
                 if base + n <= s:
                     start = base
                     break

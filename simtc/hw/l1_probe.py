@@ -25,9 +25,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import time
 
 from attrs import frozen
+
+from simtc.errors import SimtcError
 
 __all__ = ["CONFIGS", "SOURCE", "ProbeConfig", "kernel_name", "run"]
 
@@ -126,6 +129,32 @@ def kernel_name(hint: str) -> str:
     return KERNELS[hint]
 
 
+EXPECTED_SASS = {
+    "simtc_l1_probe_nc": ("LDG.E.EL.LTC256B.128.CONSTANT", 8),
+    "simtc_l1_probe_plain": ("LDG.E.128", 8),
+    "simtc_l1_probe_mbar_arrive": ("SYNCS.ARRIVE.TRANS64.A1T0", 1),
+}
+"""Each kernel's SASS holds the instruction it measures: the loop's 8 loads (FlashMLA's NoPE load,
+``splitkv_mla.cuh`` L583-584 at ``9241ae3``, or a plain one) and the mbarrier arrive (at least one; the loop
+is unrolled)."""
+
+
+def check_sass() -> dict[str, int]:
+    """Compile :data:`SOURCE` for sm_90a (no GPU needed) and check :data:`EXPECTED_SASS`; returns the counts found.
+    Raises :class:`~simtc.errors.SimtcError` naming the kernel whose SASS lacks its instruction."""
+    from simtc.hw.calibrate import sass_by_kernel
+    from simtc.hw.compile import compile_cuda, disassemble
+
+    hists = sass_by_kernel(disassemble(compile_cuda(SOURCE, arch="sm_90a", name="l1_probe.cu")))
+    found = {}
+    for kernel, (mnemonic, least) in EXPECTED_SASS.items():
+        found[kernel] = n = hists.get(kernel, {}).get(mnemonic, 0)
+        if n < least:
+            raise SimtcError(f"{kernel}: {n} x {mnemonic} in its SASS, expected at least {least}",
+                             rule="a microbenchmark's SASS contains the instruction it measures")
+    return found
+
+
 CONFIGS: tuple[ProbeConfig, ...] = (
     *(ProbeConfig(r) for r in (1, 2, 4, 8, 16, 32)),
     *(ProbeConfig(r, 1024, a) for r in (1, 8, 32) for a in (16, 32, 64, 80, 112)),
@@ -145,13 +174,15 @@ pitches, the plain (no-hint) load at a few of them, and some of them with the sm
 
 def run(configs=CONFIGS, *, repeats: int = 5, seed: int = 12345) -> dict:
     """Time each config on the current GPU (cupy); returns the recording (see the module text)."""
+    from simtc.hw.device import require
+
+    dev = require("sm_90a")
+    check_sass()
     import cupy as cp
     import numpy as np
 
     from simtc.hw.compile import load_kernel
-    from simtc.hw.device import probe
 
-    dev = probe()
     pools = {"l2": cp.zeros(POOL_BYTES + 4096, dtype=cp.uint8)}
     if any(c.pool == "hbm" for c in configs):
         pools["hbm"] = cp.zeros(HBM_POOL_BYTES + 4096, dtype=cp.uint8)
@@ -204,8 +235,19 @@ def main(argv=None) -> int:
     ap.add_argument("--only", default="", help="comma-separated config names (default: all)")
     ap.add_argument("--repeats", type=int, default=5)
     a = ap.parse_args(argv)
-    cfgs = [c for c in CONFIGS if not a.only or c.name in a.only.split(",")]
-    rec = run(cfgs, repeats=a.repeats)
+    wanted = [n for n in a.only.split(",") if n]
+    try:
+        unknown = sorted(set(wanted) - {c.name for c in CONFIGS})
+        if unknown:
+            raise SimtcError(f"--only {', '.join(unknown)}: no such configuration (known: "
+                             f"{', '.join(c.name for c in CONFIGS[:3])}, ...)", rule="the probe's configurations")
+        if a.repeats < 1:
+            raise SimtcError(f"--repeats {a.repeats}: at least 1", rule="the probe's repeats")
+        rec = run([c for c in CONFIGS if not wanted or c.name in wanted], repeats=a.repeats)
+    except SimtcError as e:
+        print(f"python -m simtc.hw.l1_probe: error: {e}", file=sys.stderr)
+        return 2
+
     with open(a.out, "w") as f:
         json.dump(rec, f, indent=1)
     for r in rec["configs"]:

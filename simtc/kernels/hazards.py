@@ -3,8 +3,8 @@
 Each entry ``hazard/<name>`` breaks exactly one rule of :data:`simtc.engine.hazards.RULES`
 (:data:`EXPECTED` names it); ``hazard/<name>-fixed`` is the same Program with the bug repaired and
 runs clean. The scenes follow the canonical sequences of PTX ISA 9.0 §9.7.16.6.4 (tcgen05 memory
-consistency, https://docs.nvidia.com/cuda/parallel-thread-execution/): an MMA thread (warp 4) and an epilogue warpgroup (warps 0-3)
-sharing one accumulator, a producer writing shared memory, TMA loads on an mbarrier.
+consistency, https://docs.nvidia.com/cuda/parallel-thread-execution/): an MMA thread (warp 4) and an
+epilogue warpgroup (warps 0-3) sharing one accumulator, a producer writing shared memory, TMA loads on an mbarrier.
 
 >>> sorted(EXPECTED)[:2]
 ['hazard/alloc-after-relinquish', 'hazard/alloc-after-relinquish-fixed']

@@ -18,13 +18,13 @@ indices and the dequantized K of the float64 reference, through :mod:`simtc.nume
 :func:`replay_inputs` replays every row and gathers the outputs. :func:`make_inputs` writes random
 inputs, quantizing a bf16 K the way FlashMLA's ``tests/quant.py`` ``quantize_k_cache`` does.
 
-Sources (``deepseek-ai/FlashMLA``, read at ``9241ae3`` unless another commit is named): ``csrc/api/sparse_decode.h`` (shapes, dtypes, ``bytes_per_token`` 656 / 584,
-``kv.stride(1) == bytes_per_token``, ``topk_length`` [b], ``attn_sink`` [h_q]; 4855c77),
-``csrc/sm100/decode/head64/kernel.cuh`` (host asserts ``topk % 64 == 0``, ``h_q == 64``,
-``stride_kv_block % TMA_K_STRIDE == 0``; index warp validity ``0 <= idx < num_blocks * page_block_size`` and
+Sources (``deepseek-ai/FlashMLA``, read at ``9241ae3`` unless another commit is named): ``csrc/api/sparse_decode.h``
+(shapes, dtypes, ``bytes_per_token`` 656 / 584, ``kv.stride(1) == bytes_per_token``, ``topk_length`` [b],
+``attn_sink`` [h_q]; 4855c77), ``csrc/sm100/decode/head64/kernel.cuh`` (host asserts ``topk % 64 == 0``, ``h_q ==
+64``, ``stride_kv_block % TMA_K_STRIDE == 0``; index warp validity ``0 <= idx < num_blocks * page_block_size`` and
 position < topk_length; blocks per request ``max(ceil(topk_length / 64), 1)``; absent ``attn_sink`` = -inf;
-2c9a673), ``tests/quant.py`` (``quantize_k_cache``: the layouts and power-of-two scales; 520fec6), README
-"FP8 with scale" (the 656-byte V32 record, the 584-byte MODEL1 token).
+2c9a673), ``tests/quant.py`` (``quantize_k_cache``: the layouts and power-of-two scales; 520fec6), README "FP8 with
+scale" (the 656-byte V32 record, the 584-byte MODEL1 token).
 
 >>> inp = make_inputs("model1", b=1, s_q=2, topk=64, seed=1, empty_rows=1)
 >>> inp.kv.shape, kv_layout("model1", 64)
