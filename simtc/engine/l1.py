@@ -19,8 +19,8 @@ that is what a load's data costs on the shared-memory port (:mod:`simtc.engine.s
 back. With a large L1 the per-line cost is about 1 cycle (the probe's other configurations); the value the
 engine uses is the small-L1 one, the case of every kernel simtc models [measured; see the parameter's source].
 
->>> lines_per_row(64, 656), lines_per_row(64, 576), lines_per_row(512, 0), lines_per_row(16, 656)
-(1.375, 1.0, 4.0, 1.0)
+>>> lines_per_row(64, 656), lines_per_row(64, 576), lines_per_row(512, 0), lines_per_row(64, 0, 80)
+(1.375, 1.0, 4.0, 2.0)
 >>> from simtc.engine.parameters import Timing
 >>> l1 = L1MissPath(Timing("sm90"))
 >>> l1.book(0, 8 * 1.375), l1.book(0, 8 * 1.375)   # two loads of 8 V32 rows: the second waits for the first
@@ -40,35 +40,32 @@ LINE = 128
 
 
 @functools.lru_cache(maxsize=256)
-def lines_per_row(nbytes: int, pitch: int = 0) -> float:
-    """Expected 128-byte lines a row of ``nbytes`` touches when rows start at random multiples of ``pitch``
-    (``pitch`` 0: rows start on a line)."""
+def lines_per_row(nbytes: int, pitch: int = 0, offset: int = 0) -> float:
+    """Expected 128-byte lines a row of ``nbytes`` touches when rows start at ``offset`` plus random multiples of
+    ``pitch`` (``pitch`` 0: every row starts at ``offset`` within its line)."""
     g = math.gcd(pitch, LINE) if pitch else LINE
-    offsets = range(0, LINE, g)
-    return sum(math.ceil((o + nbytes) / LINE) for o in offsets) / len(offsets)
+    starts = [(offset + o) % LINE for o in range(0, LINE, g)]
+    return sum(math.ceil((s + nbytes) / LINE) for s in starts) / len(starts)
 
 
-def load_lines(nbytes: int, rows: int, pitch: int = 0) -> float:
+def load_lines(nbytes: int, rows: int, pitch: int = 0, offset: int = 0) -> float:
     """Lines one warp-instruction of ``nbytes`` spread over ``rows`` rows touches."""
     rows = max(1, rows)
-    return rows * lines_per_row(max(1, nbytes // rows), pitch)
+    return rows * lines_per_row(max(1, nbytes // rows), pitch, offset)
 
 
 class L1MissPath:
     """One SM's L1 miss path (see the module text); with the ``l1`` mechanism off a load takes no time there."""
 
-    __slots__ = ("cal", "enabled", "line_cycles", "lines")
+    __slots__ = ("cal", "enabled", "line_cycles")
 
     def __init__(self, timing):
         self.enabled = timing.enabled("l1")
         self.line_cycles = timing["l1_line_cycles"]
         self.cal = Calendar("l1")
-        self.lines = 0.0
-        """Lines booked so far."""
 
     def book(self, t: int, lines: float) -> int:
         """A load touching ``lines`` lines, issued at ``t``: the cycle its last line has left for L2."""
-        self.lines += lines
         if not self.enabled:
             return t
         return self.cal.book(t, max(1, math.ceil(lines * self.line_cycles)))

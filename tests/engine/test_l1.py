@@ -21,12 +21,8 @@ T = Timing("sm90")
 
 
 def _probe_lines(c: dict) -> float:
-    """Lines one probe instruction touches: rows of 512 / rows bytes, at a 1,024-byte pitch plus ``align`` (one
-    fixed offset) or at the kernels' pitches (random rows)."""
-    b = 512 // c["rows"]
-    if c["pitch"] == 1024:
-        return c["rows"] * math.ceil((c["align"] + b) / 128)
-    return load_lines(512, c["rows"], c["pitch"])
+    """Lines one probe instruction touches: rows of 512 / rows bytes at the config's pitch and ``align``."""
+    return load_lines(512, c["rows"], c["pitch"], c["align"])
 
 
 def test_lines_per_row_follow_the_pitch():
@@ -34,6 +30,7 @@ def test_lines_per_row_follow_the_pitch():
     assert lines_per_row(64, 576) == 1.0        # offsets 0 and 64
     assert lines_per_row(64, 0) == 1.0 and lines_per_row(512, 0) == 4.0
     assert lines_per_row(16, 656) == 1.0
+    assert lines_per_row(64, 1024, 80) == 2.0 and lines_per_row(64, 1024, 64) == 1.0  # one fixed start in the line
     assert load_lines(512, 8, 656) == 11.0 and load_lines(512, 32, 0) == 32.0
 
 

@@ -107,6 +107,7 @@ from simtc.isa.shared import LdShared, StShared
 from simtc.isa.sync import BarArrive, BarSync, FenceProxyAsync
 from simtc.isa.tma import BulkCommitGroup, BulkWaitGroupRead, CpAsyncBulk, CpAsyncBulkTensor
 from simtc.isa.wgmma import WgmmaCommitGroup, WgmmaFence, WgmmaMmaAsync, WgmmaWaitGroup
+from simtc.kernels.flashmla.kvcache import kv_layout
 from simtc.kernels.flashmla.plan import PlanBuffer, SmemPlan
 from simtc.smem.desc import SmemDescriptor
 from simtc.smem.layout import CanonicalLayout
@@ -176,8 +177,9 @@ class Sm90Model:
     @property
     def row_pitch(self) -> int:
         """Bytes between a page's token rows in global memory (V32: the 656-byte tokens back to back; MODEL1: the
-        576-byte records, the scales after them), which sets where a row starts within its 128-byte lines."""
-        return 656 if self.v32 else 576
+        576-byte records, the scales after them: :func:`~simtc.kernels.flashmla.kvcache.kv_layout`), which sets
+        where a row starts within its 128-byte lines."""
+        return kv_layout(self.name, B_TOPK).token_bytes
 
     @property
     def qk_mmas(self) -> int:
