@@ -25,10 +25,7 @@ extern "C" __global__ void __launch_bounds__(512, 1)
 {{BODY}}
     }
     const u64 t1 = simtc_clock();
-    if ((threadIdx.x & 31u) == 0) {
-        times[2 * (threadIdx.x >> 5)] = t0;
-        times[2 * (threadIdx.x >> 5) + 1] = t1;
-    }
+    simtc_store_warp_times(times, t0, t1);
     u32 acc = 0;
 #pragma unroll
     for (int c = 0; c < {{CHAINS}}; ++c) acc ^= {{FOLD}};

@@ -59,3 +59,22 @@ __device__ __forceinline__ bool simtc_mbar_wait(u32 bar, u32 parity, u64 deadlin
         }
     }
 }
+
+// Lane 0 of each warp writes the warp's clock64 stamps around a timed loop: times[2 w] = t0, times[2 w + 1] = t1.
+__device__ __forceinline__ void simtc_store_warp_times(u64* __restrict__ times, u64 t0, u64 t1) {
+    if ((threadIdx.x & 31u) == 0) {
+        times[2 * (threadIdx.x >> 5)] = t0;
+        times[2 * (threadIdx.x >> 5) + 1] = t1;
+    }
+}
+
+// Read every 16 bytes of [p, p + 16 n) once (grid-stride): the pool's pages get TLB entries (as many as the TLBs
+// hold), a small pool sits in L2 afterwards, and reading a large region after a pool evicts it from L2.
+__device__ __forceinline__ void simtc_touch(const uint4* __restrict__ p, u64 n, u32* __restrict__ sink) {
+    u32 acc = 0;
+    for (u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (u64)gridDim.x * blockDim.x) {
+        const uint4 v = p[i];
+        acc ^= v.x ^ v.y ^ v.z ^ v.w;
+    }
+    sink[blockIdx.x * blockDim.x + threadIdx.x] = acc;
+}

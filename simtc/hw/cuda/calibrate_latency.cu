@@ -35,18 +35,9 @@ simtc_cal_lat_fill(unsigned char* __restrict__ pool, u32 bits, u32 stride, u32 s
         cursor[0] = (u64)(pool + (u64)simtc_chase_slot(0u, bits, seed) * stride);
 }
 
-// Read every 16 bytes of [p, p + 16 n) once (grid-stride): the pool's pages get TLB entries (as many as the
-// TLBs hold), a small pool sits in L2 afterwards, and reading a large region after the pool evicts it from L2.
+// The pools' pages into the TLBs, a small pool into L2, a large region after a pool to evict it (simtc_touch).
 extern "C" __global__ void __launch_bounds__(256)
-simtc_cal_lat_touch(const uint4* __restrict__ p, u64 n, u32* __restrict__ sink)
-{
-    u32 acc = 0;
-    for (u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (u64)gridDim.x * blockDim.x) {
-        const uint4 v = p[i];
-        acc ^= v.x ^ v.y ^ v.z ^ v.w;
-    }
-    sink[blockIdx.x * blockDim.x + threadIdx.x] = acc;
-}
+simtc_cal_lat_touch(const uint4* __restrict__ p, u64 n, u32* __restrict__ sink) { simtc_touch(p, n, sink); }
 
 // Bulk-copy chase: one thread (lane 0 of the only warp) repeats `count` times: mbarrier.arrive.expect_tx of
 // `bytes`, one cp.async.bulk of `bytes` (16..2048, a multiple of 16) from the current element's slot into

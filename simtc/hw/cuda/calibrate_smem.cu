@@ -29,9 +29,6 @@ extern "C" __global__ void __launch_bounds__(512, 1)
 {{BODY}}
     }
     const u64 t1 = simtc_clock();
-    if ((threadIdx.x & 31u) == 0) {
-        times[2 * (threadIdx.x >> 5)] = t0;
-        times[2 * (threadIdx.x >> 5) + 1] = t1;
-    }
+    simtc_store_warp_times(times, t0, t1);
     sink[threadIdx.x] = acc[0] ^ acc[1] ^ acc[2] ^ acc[3] ^ acc[4] ^ acc[5] ^ acc[6] ^ acc[7] ^ p;
 }

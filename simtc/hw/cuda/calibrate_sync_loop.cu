@@ -20,10 +20,7 @@ extern "C" __global__ void {{ATTR}} __launch_bounds__(512, 1)
 {{BODY}}
     }
     const u64 t1 = simtc_clock();
-    if (blockIdx.x == 0 && (threadIdx.x & 31u) == 0) {
-        times[2 * (threadIdx.x >> 5)] = t0;
-        times[2 * (threadIdx.x >> 5) + 1] = t1;
-    }
+    if (blockIdx.x == 0) simtc_store_warp_times(times, t0, t1);
     if (blockIdx.x == 0 && threadIdx.x == 0) {  // after the pairs: the CTAs in this CTA's cluster (1 without one)
         u32 n;
         asm volatile("mov.u32 %0, %%cluster_nctarank;" : "=r"(n));
