@@ -134,6 +134,18 @@ def _fmt(v, digits: int = 2) -> str:
     return "-" if v is None else f"{v:.{digits}f}"
 
 
+def _pairs_table(title: str, key: str, value: str, items, digits: int):
+    """A two-column table: names and one formatted number each."""
+    from rich.table import Table
+
+    t = Table(title=title)
+    t.add_column(key)
+    t.add_column(value, justify="right")
+    for k, v in items:
+        t.add_row(k, _fmt(v, digits))
+    return t
+
+
 def _print_summary(console, s: dict, recording: dict) -> None:
     from rich.table import Table
 
@@ -147,19 +159,11 @@ def _print_summary(console, s: dict, recording: dict) -> None:
             t.add_row(key, s["units"][key], _fmt(s["issue_interval"].get(key)), _fmt(s["latency"].get(key)))
         console.print(t)
     if s["pairs"]:
-        t = Table(title="Pairs interleaved 1:1 (cycles per pair per sub-partition, 4 warps/SP)")
-        t.add_column("pair")
-        t.add_column("cycles", justify="right")
-        for k, v in s["pairs"].items():
-            t.add_row(k, _fmt(v))
-        console.print(t)
+        console.print(_pairs_table("Pairs interleaved 1:1 (cycles per pair per sub-partition, 4 warps/SP)", "pair",
+                                   "cycles", s["pairs"].items(), 2))
     if s["smem_bytes_per_cycle"]:
-        t = Table(title="Shared memory (B/cycle per SM, 4 warps/SP)")
-        t.add_column("access")
-        t.add_column("B/cycle", justify="right")
-        for k, v in s["smem_bytes_per_cycle"].items():
-            t.add_row(k, _fmt(v, 1))
-        console.print(t)
+        console.print(_pairs_table("Shared memory (B/cycle per SM, 4 warps/SP)", "access", "B/cycle",
+                                   s["smem_bytes_per_cycle"].items(), 1))
     if s.get("lds_latency") is not None:
         console.print(f"LDS.32 latency (pointer chase): {_fmt(s['lds_latency'], 1)} cycles", markup=False)
     if s.get("wgmma_lds"):
@@ -200,12 +204,7 @@ def _print_summary(console, s: dict, recording: dict) -> None:
     if s.get("tma_wake"):
         sync += [(f"TMA 16 B: {k.replace('_', ' ')}", v) for k, v in s["tma_wake"].items()]
     if any(v is not None for _, v in sync):
-        t = Table(title="Synchronisation (cycles)")
-        t.add_column("what")
-        t.add_column("cycles", justify="right")
-        for k, v in sync:
-            t.add_row(k, _fmt(v, 1))
-        console.print(t)
+        console.print(_pairs_table("Synchronisation (cycles)", "what", "cycles", sync, 1))
     if s.get("launch_us"):
         console.print("launch (µs): " + ", ".join(f"{k} {_fmt(v)}" for k, v in s["launch_us"].items()), markup=False)
     for name in s["sass_failed"]:
