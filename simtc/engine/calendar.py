@@ -27,7 +27,7 @@ from __future__ import annotations
 import bisect
 from array import array
 
-__all__ = ["Calendar", "InOrder", "Spans"]
+__all__ = ["Calendar", "InOrder", "OneServer", "Spans"]
 
 
 class Spans:
@@ -190,3 +190,18 @@ class Calendar:
         """Whether cycle ``t`` is free."""
         i = bisect.bisect_right(self._ends, t)
         return not (i < len(self._starts) and self._starts[i] <= t)
+
+
+class OneServer:
+    """A unit whose time is one :class:`InOrder` or :class:`Calendar`, ``self.server``: its busy cycles and spans
+    are the server's (the tensor pipe, the TMEM path, the L1's miss path)."""
+
+    __slots__ = ()
+
+    @property
+    def busy(self) -> int:
+        return self.server.busy
+
+    @property
+    def spans(self):
+        return self.server.spans

@@ -32,7 +32,7 @@ from __future__ import annotations
 import functools
 import math
 
-from simtc.engine.calendar import Calendar
+from simtc.engine.calendar import Calendar, OneServer
 
 __all__ = ["L1MissPath", "lines_per_row", "load_lines"]
 
@@ -54,29 +54,21 @@ def load_lines(nbytes: int, rows: int, pitch: int = 0, offset: int = 0) -> float
     return rows * lines_per_row(max(1, nbytes // rows), pitch, offset)
 
 
-class L1MissPath:
+class L1MissPath(OneServer):
     """One SM's L1 miss path (see the module text); with the ``l1`` mechanism off a load takes no time there."""
 
-    __slots__ = ("cal", "enabled", "line_cycles")
+    __slots__ = ("enabled", "line_cycles", "server")
 
     def __init__(self, timing):
         self.enabled = timing.enabled("l1")
         self.line_cycles = timing["l1_line_cycles"]
-        self.cal = Calendar("l1")
+        self.server = Calendar("l1")
 
     def book(self, t: int, lines: float) -> int:
         """A load touching ``lines`` lines, issued at ``t``: the cycle its last line has left for L2."""
         if not self.enabled:
             return t
-        return self.cal.book(t, max(1, math.ceil(lines * self.line_cycles)))
-
-    @property
-    def busy(self) -> int:
-        return self.cal.busy
-
-    @property
-    def spans(self):
-        return self.cal.spans
+        return self.server.book(t, max(1, math.ceil(lines * self.line_cycles)))
 
     def forget(self, before: int) -> None:
-        self.cal.forget(before)
+        self.server.forget(before)

@@ -30,7 +30,7 @@ import functools
 import math
 
 from simtc.engine import timing as tm
-from simtc.engine.calendar import InOrder
+from simtc.engine.calendar import InOrder, OneServer
 
 __all__ = ["Flight", "TensorPipe", "mma_spec_of"]
 
@@ -90,7 +90,7 @@ def _mma_cost(spec: tm.MmaSpec, timing) -> tuple[int, int, int, int, int]:
     return issue, max(bounds.values()), port_nominal, book, tm.mma_completion_cycles(spec, None, timing)
 
 
-class TensorPipe:
+class TensorPipe(OneServer):
     """The SM's tensor pipe (see the module text)."""
 
     __slots__ = ("cp_fixed", "enabled", "port", "prev", "server", "timing")
@@ -127,11 +127,3 @@ class TensorPipe:
         end = self.port.transfer(start, self.port.cycles(nbytes), "tensor", who)
         self.server.take(start, end - start, who)
         return Flight(start, end, end + self.cp_fixed)
-
-    @property
-    def busy(self) -> int:
-        return self.server.busy
-
-    @property
-    def spans(self):
-        return self.server.spans

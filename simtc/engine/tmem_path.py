@@ -17,12 +17,12 @@ from __future__ import annotations
 
 import math
 
-from simtc.engine.calendar import InOrder
+from simtc.engine.calendar import InOrder, OneServer
 
 __all__ = ["TmemPath"]
 
 
-class TmemPath:
+class TmemPath(OneServer):
     """The SM's TMEM load/store path (see the module text)."""
 
     __slots__ = ("enabled", "ld_fixed", "per_cycle", "server", "st_fixed")
@@ -46,11 +46,3 @@ class TmemPath:
         start = self.server.start(t)
         self.server.take(start, cols, who)
         return start + cols + (self.ld_fixed if load else self.st_fixed)
-
-    @property
-    def busy(self) -> int:
-        return self.server.busy
-
-    @property
-    def spans(self):
-        return self.server.spans
