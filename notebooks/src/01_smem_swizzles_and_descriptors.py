@@ -106,8 +106,9 @@ TileView(sw128, view="physical", max_rows=8)
 # ## 3. Decoding a descriptor from a real kernel
 #
 # FlashMLA's SM100 head64 decode kernel copies Q into Tensor Memory with
-# `tcgen05.cp.128x256b [taddr], 0x4000404000010000` (its K operand uses the same high word
-# `0x40004040`; `flashmla_head64` fact sheet §7). Table 40 of PTX ISA 9.0 §9.7.16.4.1 gives the
+# `tcgen05.cp.128x256b [taddr], 0x4000404000010000` (CuTe's `make_umma_desc` of a 128 x 64 SW128 view,
+# `csrc/sm100/decode/head64/kernel.cuh` lines 466-474 at `9241ae3`; its K operand, the same SW128 view
+# in `config.h` lines 120-125, has the same high word `0x40004040`). Table 40 of PTX ISA 9.0 §9.7.16.4.1 gives the
 # fields; `SmemDescriptor.from_u64` decodes them and `DescriptorView` explains them:
 
 # %%

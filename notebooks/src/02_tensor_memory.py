@@ -145,10 +145,12 @@ LayoutView(e, c0=400)
 #
 # When A comes from TMEM (the TS form), which lanes must hold A row m? For Layout D/F: the lanes of
 # D row m [cutlass]. For Layout E, simtc assumes that **each lane half reads rows 0–63 from its own 64
-# lanes**, so row m must be in lanes m and m+64 — **[inferred]**: no document says so. The evidence
-# (tcgen05 fact sheet §5): CUTLASS's `.ws` sparse-metadata fragment adds a +64-lane copy for M=64;
-# `tcgen05.cp .64x128b.warpx2::02_13` writes exactly this duplicated pattern [doc]; FlashMLA's `.ws`
-# TS atom notes that A "should be duplicated" [kernel]. FlashMLA's dual GEMM stores *different*
+# lanes**, so row m must be in lanes m and m+64 — **[inferred]**: no document says so. The evidence:
+# CUTLASS's `.ws` sparse-metadata fragment adds a +64-lane copy for M=64 (`tmem_e_frg_ws`,
+# `include/cute/atom/mma_traits_sm100_frag.hpp` lines 327-329 at `7107b05`);
+# `tcgen05.cp .64x128b.warpx2::02_13` writes exactly this duplicated pattern [doc] (PTX ISA 9.0
+# §9.7.16.9.2); FlashMLA's `.ws` TS atom notes that A "should be duplicated" [kernel]
+# (`csrc/kerutils/include/kerutils/device/sm100/gemm.cuh` line 59 at `9241ae3`). FlashMLA's dual GEMM stores *different*
 # data in the two halves, which turns one instruction into two independent 64×64×16 products.
 
 # %%

@@ -55,17 +55,17 @@ print(run.summary())
 TimelineView(eng, width=100)
 
 # %% [markdown]
-# Reading it left to right (§6.8): the MMA warp loads Q by TMA (`q_tma`) and copies it into TMEM
-# (`q_utccp`); the index warp publishes coordinates and scales (`valid_coord_scale_ready`); the raw and
-# RoPE producers then gather the block's 64 token rows by TMA (`raw_ready`, `rope_ready`); the dequant
-# warpgroup turns fp8 into bf16 K (`nope_ready`); the MMA warp issues 18 QK MMAs (`qk_done`); the softmax
-# warpgroup reads P, exchanges the halves (named barriers 10, 11), writes S (`so_ready`); 8 PV MMAs
-# (`sv_done`); and the epilogue stores O by TMA. With one block nothing overlaps: most of the time is
-# the gathers from global memory. The memory model (`simtc.engine.memory`) gives each request the DRAM
-# round trip (`dram_latency`, measured by a pointer chase on our H200, `tests/data/h200_memory_latency.json`,
-# assumed equal on the B200) after its bytes have crossed the SM's share of the chip's HBM bandwidth
-# (`hbm_bytes_per_cycle / sm_count`, derived from a published B200 measurement), queued behind the bytes
-# booked before them.
+# Reading it left to right (FlashMLA `kernel.cuh` lines 431-843 at `9241ae3`): the MMA warp loads Q by TMA
+# (`q_tma`) and copies it into TMEM (`q_utccp`); the index warp publishes coordinates and scales
+# (`valid_coord_scale_ready`); the raw and RoPE producers then gather the block's 64 token rows by TMA
+# (`raw_ready`, `rope_ready`); the dequant warpgroup turns fp8 into bf16 K (`nope_ready`); the MMA warp
+# issues 18 QK MMAs (`qk_done`); the softmax warpgroup reads P, exchanges the halves (named barriers 10,
+# 11), writes S (`so_ready`); 8 PV MMAs (`sv_done`); and the epilogue stores O by TMA. With one block
+# nothing overlaps: most of the time is the gathers from global memory. The memory model
+# (`simtc.engine.memory`) gives each request the DRAM round trip (`dram_latency`, measured by a pointer
+# chase on our H200, `tests/data/h200_memory_latency.json`, assumed equal on the B200) after its bytes
+# have crossed the SM's share of the chip's HBM bandwidth (`hbm_bytes_per_cycle / sm_count`, derived from
+# a published B200 measurement), queued behind the bytes booked before them.
 
 # %% [markdown]
 # ## 2. Who waits on what: step and snapshot
@@ -166,7 +166,8 @@ display(crit_table)
 # through the softmax warps' epilogue (three `wg0_sync` barriers, bar 9) ending in the O store by TMA.
 # With more blocks the producers run up to two blocks ahead (the KV ring has two buffers) and the
 # steady-state loop is softmax(i) → PV(i) + QK(i+1) on the tensor pipe → softmax(i+1): QK(i+1) waits
-# for `so_ready(i)` because P has one buffer (§6.8). Four blocks of the same request (timing only: no
+# for `so_ready(i)` because P has one buffer (`kernel.cuh` lines 573-581: the QK commit, then PV after
+# `bar_so_ready`, in one loop; `config.h` line 79: one P region). Four blocks of the same request (timing only: no
 # data, so the data-dependent O rescale is assumed not to fire in any block).
 # The **whole kernel** first — the request's FLOPs over all its cycles, Q load, first block and
 # epilogue included, as if every SM of a B200 ran such a request — then the steady state, the time

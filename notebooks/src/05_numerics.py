@@ -11,9 +11,9 @@
 # * **an NVIDIA H200** — recorded outputs (`tests/data/h200_crosscheck_seed0.npz`; its date and device
 #   are printed below, from the file).
 #
-# Sources: the numerics fact sheet (MMA-Sim; Khattak & Mikaitis, arXiv 2512.07004) and our H200
-# measurements; `docs/numerics.md`. PTX itself leaves the accumulation order and rounding
-# unspecified (PTX ISA 9.0 §9.7.15, wgmma).
+# Sources: MMA-Sim (arXiv 2511.10909, `microsoft/MMA-Sim`), Khattak & Mikaitis (arXiv 2512.07004) and
+# our H200 measurements (`tests/data/h200_crosscheck_seed0.npz`); `docs/numerics.md`. PTX itself leaves
+# the accumulation order and rounding unspecified (PTX ISA 9.0 §9.7.15, wgmma).
 
 # %%
 from pathlib import Path

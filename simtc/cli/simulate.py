@@ -44,7 +44,8 @@ def load_program(source: str):
 
 def _semantics_setup(program):
     """A CTA state for semantics mode: the barrier table initialised; a Program that never allocates
-    Tensor Memory runs after the kernel's setup allocation (all 512 columns, flashmla_head64.md §6.1)."""
+    Tensor Memory runs after the kernel's setup allocation (all 512 columns, FlashMLA
+    ``csrc/sm100/decode/head64/kernel.cuh`` lines 63-65 at ``9241ae3``)."""
     from simtc.isa import Alloc, RelinquishAllocPermit
     from simtc.semantics import Cta, execute
 

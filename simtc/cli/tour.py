@@ -6,8 +6,9 @@ products, the 18 QK instructions filling the TMEM map, the P_lo/P_hi exchange an
 (with the labelled timing parameters that cost rests on), one replay's timeline, the comparison with the
 design alternatives, the replay's checks (P bit-exact, O / LSE errors, instruction counts, no hazards)
 and the predicted throughput, whole kernel first, ending with ``PASS`` (exit 0) or ``FAIL`` (exit 1). It
-answers the two questions of ``flashmla_head64.md`` §13 with the replay's numbers. Text follows the
-terminal width (``--width`` to force one).
+answers two design questions about the dual GEMM (FlashMLA ``config.h`` lines 196-198, ``TiledMMA_P`` "*2
+for dual gemm", at ``9241ae3``) with the replay's numbers. Text follows the terminal width (``--width`` to
+force one).
 """
 
 from __future__ import annotations
@@ -78,7 +79,7 @@ def tour_lines(width: int, blocks: int = 4) -> tuple[list[str], bool]:
     lo, hi = split_dims(V32, 0), split_dims(V32, 1)
 
     say("simtc tour: FlashMLA SM100 sparse decode, head64 V32 (64 heads x 64 tokens per block)")
-    say("Two questions (flashmla_head64.md §13): why is K halved in the layouts with no loop running twice, and "
+    say("Two questions about FlashMLA's dual GEMM: why is K halved in the layouts with no loop running twice, and "
         "does the dual GEMM add reduction work to the softmax, and why is it still worth it? Every number below "
         f"comes from one replay of a {blocks}-block request on simtc's engine.")
 

@@ -1,6 +1,6 @@
 """Compiling CUDA C++ to cubin/PTX without a GPU (NVRTC through cuda-bindings, or nvcc), and SASS.
 
-Routes (``toolchain.md`` §2-4): ``cuda.bindings.nvrtc`` gives exact cubin bytes offline; when
+Routes: ``cuda.bindings.nvrtc`` gives exact cubin bytes offline; when
 it is not installed, a local ``nvcc -cubin`` is used. ``SIMTC_COMPILER=nvcc`` (or ``nvrtc``)
 forces a route, e.g. to build with the toolkit that matches a machine's driver; on a GPU,
 ``SIMTC_COMPILER=cupy`` lets CuPy compile and load the source itself (its NVRTC). Compiled modules

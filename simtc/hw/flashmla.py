@@ -69,7 +69,8 @@ SM90_KERNELS = {"v32": "flash_fwd_splitkv_mla_fp8_sparse_kernel", "model1": "fla
                 "combine": "flash_fwd_mla_combine_kernel", "sched_meta": "get_mla_metadata_kernel"}
 """The ``__global__`` function each SM90 object must hold (its SASS is checked)."""
 SM90_MMA = {"v32": "HGMMA", "model1": "HGMMA"}
-"""Tensor-core opcode the SM90 split-KV kernels must contain (wgmma -> HGMMA, toolchain.md §4)."""
+"""Tensor-core opcode the SM90 split-KV kernels must contain (wgmma -> HGMMA [sass]:
+``tests/data/flashmla_sm90_sass.json``)."""
 SM100_MMA = "UTCHMMA"
 SM100_KERNEL = "6head6439flash_fwd_splitkv_mla_fp8_sparse_kernel"
 """``sm100::decode::head64::flash_fwd_splitkv_mla_fp8_sparse_kernel`` as it appears (mangled) in the SASS."""
@@ -449,7 +450,9 @@ def compare(name: str, inp, got: tuple[np.ndarray, np.ndarray], want: tuple[np.n
 
 SASS_ROWS = ("UTCHMMA.WS", "UTCCP.T.S", "UTCBAR", "UTMALDG.2D.GATHER4", "UTMALDG.4D+5D", "UTMASTG.4D", "UBLKCP.G.S",
              "LDTM.x32", "LDTM.x64", "STTM.x64", "FENCE.VIEW.ASYNC.T", "MUFU.EX2")
-"""The instructions compared (toolchain.md §4 names each one's PTX)."""
+"""The instructions compared [sass], from the PTX ``tcgen05.mma.ws``, ``tcgen05.cp``, ``tcgen05.commit``, TMA
+gather4 / tile loads, TMA store, bulk copy, ``tcgen05.ld`` / ``st``, ``tcgen05.wait::st`` and ``ex2`` (recorded in
+``tests/data/flashmla_sm100_sass.json``)."""
 
 SASS_NOTES = {
     "LDTM.x32": "kernel.cuh (WG0, load P): `if (warp_idx < 2) {ld P -> p; ld P+32 -> p_peer} else {ld P -> p_peer; "

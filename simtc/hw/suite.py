@@ -152,8 +152,8 @@ def dual_gemm_case(seed: int = 0) -> tuple[list[Case], dict]:
 
     Q and K are stored by :func:`simtc.kernels.flashmla.load_qk` (the kernel's shared-memory plan and
     tile layouts); each half's 18 m64n64k16 steps are :func:`simtc.kernels.flashmla.qk_half_descriptors`
-    (RoPE k=0, 1 first, then NoPE k=0..15; flashmla_head64.md §7.1, §8), one wgmma-group per half:
-    the two accumulators lanes 0-63 and 64-127 hold on Blackwell become two wgmma chains.
+    (RoPE k=0, 1 first, then NoPE k=0..15; FlashMLA ``kernel.cuh`` lines 532-552 at ``9241ae3``), one
+    wgmma-group per half: the two accumulators lanes 0-63 and 64-127 hold on Blackwell become two wgmma chains.
     """
     from simtc.kernels.flashmla import B_TOPK, load_qk, qk_half_descriptors
 

@@ -97,7 +97,8 @@ _SPACES = ("shared::cta", "shared::cluster", "global", "")
 @frozen
 class FenceProxyAsync(Instr):
     """``fence.proxy.async[.<state_space>];``: order the thread's generic-proxy accesses with later
-    async-proxy ones (tensor core, TMA) -- PTX ISA 9.0 §9.7.13.4 (membar/fence); ``tcgen05.md`` §12.4.
+    async-proxy ones (tensor core, TMA) -- PTX ISA 9.0 §9.7.13.4 (membar/fence) and §9.7.16.6.5 (tcgen05
+    operands written through the generic proxy).
     ``state_space=""`` is the plain form (all state spaces)."""
 
     op: ClassVar[str] = "fence.proxy.async"

@@ -1,7 +1,9 @@
 """``tcgen05`` records: alloc/dealloc/relinquish, cp, mma, commit, ld, st, wait, fence (PTX ISA 9.0 §9.7.16).
 
-Only ``.cta_group::1`` is modelled. PTX text: ``tcgen05.md`` §2 (allocation), §3 (lane
-quadrants), §4-§6 (layouts, shapes, collectors), §10 (ld/st), §11 (cp), §12 (commit, fences).
+Only ``.cta_group::1`` is modelled. PTX ISA 9.0 sections: §9.7.16.1.2 and §9.7.16.7.1 (allocation),
+§9.7.16.8.1 (lane quadrants), §9.7.16.10.5, §9.7.16.2.1 and §9.7.16.10.9.1 (layouts, shapes, collectors),
+§9.7.16.8.3-§9.7.16.8.4 (ld/st), §9.7.16.9.2 (cp), §9.7.16.12.1 (commit), §9.7.16.11.1 and §9.7.16.6
+(waits, fences, ordering).
 
 >>> from simtc.smem.desc import SmemDescriptor
 >>> q = SmemDescriptor(start=0, lbo=16, sbo=1024, layout_type="SW128")

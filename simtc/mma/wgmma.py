@@ -2,7 +2,8 @@
 
 A warpgroup (4 warps, 128 threads) holds the 64 x N f32 accumulator as N/2 registers per
 thread. Fragment (PTX ISA 9.0 §9.7.15.5.2 figures as encoded in CUTLASS's ``CLayout_64xN``,
-``cute/atom/mma_traits_sm90_gmma.hpp``; ``tcgen05.md`` §13): thread t = 32w + l, register i
+``include/cute/atom/mma_traits_sm90_gmma.hpp`` lines 433-435 at ``7107b05``; run bit for bit on an H200,
+``tests/data/h200_crosscheck_seed0.npz``): thread t = 32w + l, register i
 
 * row(t, i) = 16 w + l // 4 + 8 ((i // 2) % 2)
 * col(t, i) = 8 (i // 4) + 2 (l % 4) + (i % 2)

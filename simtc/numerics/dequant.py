@@ -1,8 +1,9 @@
 """FlashMLA's fp8 KV dequantization, bit for bit.
 
 The dequant warpgroup of FlashMLA's SM100 head64 decode kernel turns fp8 e4m3 K values into bf16
-(``csrc/sm100/helpers.h``; SASS ``F2FP.F16.E4M3.UNPACK_B``, ``F2FP.BF16.F32.PACK_AB``,
-``HMUL2.BF16_V2``; flashmla_head64.md §11):
+(FlashMLA ``csrc/sm100/helpers.h`` lines 23-33, called at ``csrc/sm100/decode/head64/kernel.cuh`` lines
+781-835, at ``9241ae3`` [kernel]; SASS ``F2FP.F16.E4M3.UNPACK_B``, ``F2FP.BF16.F32.PACK_AB``,
+``HMUL2.BF16_V2`` [sass]; the exactness notes below are [inferred]):
 
 1. e4m3 x2 -> f16 x2 (``cvt.rn.f16x2.e4m3x2``; exact: every e4m3 value is an fp16 value),
 2. f16 -> f32 -> bf16 (``cvt.rn.bf16x2.f32``; exact: e4m3 has 3 mantissa bits and a narrow
@@ -12,8 +13,8 @@ The dequant warpgroup of FlashMLA's SM100 head64 decode kernel turns fp8 e4m3 K 
 
 Scales are ue8m0 (a power of two per 128 dims for V32, per 64 dims for MODEL1). V32 stores fp32
 scales and its index warp converts them with ``cvt.rz.satfinite.ue8m0x2.f32`` (round toward
-zero: exact only for power-of-two scales) [kernel]; ue8m0 -> bf16 is ``cvt.rn.bf16x2.ue8m0x2``
-(code 0 = 2**-127 becomes the bf16 subnormal 0x0040).
+zero: exact only for power-of-two scales) [kernel] ``kernel.cuh`` lines 704-711; ue8m0 -> bf16 is
+``cvt.rn.bf16x2.ue8m0x2`` (code 0 = 2**-127 becomes the bf16 subnormal 0x0040).
 
 >>> import numpy as np
 >>> fp8 = encode_bits(np.float32([1.5, -448.0]), "e4m3")

@@ -1,8 +1,9 @@
 """Tensor-core arithmetic, bit for bit: the fused dot-product-add of Hopper and Blackwell.
 
 One tensor-core instruction with 16-bit inputs (bf16 or fp16), K = 16 and an fp32 accumulator
-computes every output element as a single fused sum (``numerics.md`` §1; MMA-Sim,
-Khattak & Mikaitis; verified bit-exactly on an H200 for ``wgmma`` bf16):
+computes every output element as a single fused sum (MMA-Sim, arXiv 2511.10909, ``microsoft/MMA-Sim``
+``mmasim/simulator/nv_ptx.py``; Khattak & Mikaitis, arXiv 2512.07004; verified bit-exactly on an H200 for
+``wgmma`` bf16, ``tests/data/h200_crosscheck_seed0.npz``):
 
 1. each input is ``s * 2**e`` with ``1 <= |s| < 2``; subnormals keep a small ``s`` at the
    format's minimum exponent;
@@ -25,7 +26,8 @@ Implementation: a 16-bit x 16-bit product and a power-of-two scaling are exact i
 ``trunc(product * 2**(F - E))`` computes step 5 exactly with vectorized float64 arithmetic; the
 integer sum (< 2**33) is exact as well.
 
-What is verified on hardware and what is taken from a reference (``numerics.md`` §2, §4):
+What is verified on hardware (``tests/data/h200_crosscheck_seed0.npz``, ``tests/data/README_h200.md``) and
+what is taken from a reference:
 bf16 ``wgmma`` on sm_90a with normal, wide-exponent and tiny (fp32-subnormal, exact-zero)
 inputs is hardware-verified. ``tcgen05.mma`` (sm100, including ``.ws`` and A from TMEM) using
 the same arithmetic, fp16 inputs, Inf/NaN handling and overflow are taken from MMA-Sim and
@@ -52,7 +54,7 @@ __all__ = ["ARCH_PARAMS", "E_ZERO", "FdpaParams", "fused_dot_add", "tensor_core_
 
 E_ZERO = -133
 """Exponent of a zero product or zero accumulator (fp32 output): MMA-Sim; the H200 confirms -133 for
-the cases it can see (``numerics.md`` §2)."""
+the cases it can see (the tiny and zeros sets of ``tests/data/h200_crosscheck_seed0.npz``)."""
 
 
 @frozen
@@ -72,7 +74,8 @@ class FdpaParams:
 
 ARCH_PARAMS: dict[str, FdpaParams] = {
     "sm100": FdpaParams(25, E_ZERO, 16, "MMA-Sim TCGen05MMASim; Khattak & Mikaitis B200 model [impl][paper]"),
-    "sm90": FdpaParams(25, E_ZERO, 16, "MMA-Sim WGMMASim; H200 measurement (numerics.md §2) [impl][hw]"),
+    "sm90": FdpaParams(25, E_ZERO, 16,
+                       "MMA-Sim WGMMASim; H200 measurement (tests/data/h200_crosscheck_seed0.npz) [impl][hw]"),
 }
 
 _MIN_EXP = {"bf16": -126, "fp16": -14, "fp32": -126}  # also the fp16 / fp32 accumulator

@@ -17,9 +17,9 @@ B       cta_group::2, M=128 (per CTA)   (m + 64*(n//(N/2)), n % (N/2)), m < 64 l
 C       cta_group::2, M=128 sparse      PTX: like F (CUTLASS uses B's atom: open)        N         open
 ======  ==============================  ===============================================  ========  =======
 
-PTX prints Layout E's organization as "2x3"; simtc reads it as 2x2, like CUTLASS
-([inferred], open question 1 of the fact sheet). An f16 D is not packed: one element per
-cell, in the low 16 bits (PTX ISA 9.0 §9.7.16.10.4.1).
+PTX prints Layout E's organization as "2x3"; simtc reads it as 2x2, like CUTLASS ([inferred]: the
+``tmem_frg_ws`` M=64 "2x2 datapath" atom, ``include/cute/atom/mma_traits_sm100_frag.hpp`` lines 554-559 at
+``7107b05``). An f16 D is not packed: one element per cell, in the low 16 bits (PTX ISA 9.0 §9.7.16.10.4.1).
 
 A operand in TMEM (the "TS" form, PTX ISA 9.0 §9.7.16.10.9): K-major; 16-bit elements two
 per cell along K, even k in the low half [CUTLASS]. Lanes of A row m: those of D row m for

@@ -20,7 +20,8 @@ def test_tour_passes_at_80_columns(capsys):
     text = " ".join(" ".join(out).split())
     for fact in ("tcgen05.cp", "8,192 B apart", "P_hi", "464 instead of 576", "[ok] P bit-exact", "350"):
         assert fact in text
-    # Q placement as flashmla_head64.md §7.2 tabulates it (t=0 s=0, t=0 s=1, RoPE s=0), and the TMEM bar's regions
+    # Q placement as FlashMLA's copies put it (kernel.cuh lines 477-512 at 9241ae3: t=0 s=0, t=0 s=1, RoPE s=0),
+    # and the TMEM bar's regions
     for fact in ("columns 256-263: lanes 0-63 hold Q[h][0..15], lanes 64-127 hold Q[h][64..79]",
                  "columns 264-271: lanes 0-63 hold Q[h][16..31], lanes 64-127 hold Q[h][80..95]",
                  "columns 384-391: lanes 0-63 hold Q[h][512..527], lanes 64-127 hold Q[h][544..559]"):

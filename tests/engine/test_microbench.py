@@ -26,7 +26,8 @@ def test_b200_rows_through_the_engine(i):
     assert (r["latency_cycles"], r["ii_cycles"]) == (p.latency_cycles, p.ii_cycles)
 
 
-# timing.md §2, measured BF16 TS .ws IIs at depth 256 (KevinZeng08/microbench-blackwell, GB200)
+# measured BF16 TS .ws IIs at depth 256 (KevinZeng08/microbench-blackwell umma_throughput/tcgen05_mma_ws.md
+# at 6d40dd8, GB200)
 WS_MEASURED = calibration.WS_TABLE
 
 

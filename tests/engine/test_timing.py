@@ -2,10 +2,10 @@
 
 Reference data:
 
-* ``../shared/data/b200_tcgen05_bf16_1cta.csv`` -- 12 B200 rows (SemiAnalysisAI/microbench-blackwell
-  ``umma_latency/fit_results.csv``, ``timing.md`` §1);
-* the ``.ws`` initiation intervals of ``timing.md`` §2 (KevinZeng08/microbench-blackwell
-  ``umma_throughput/tcgen05_mma_ws.md``, GB200, BF16 TS, depth 256), typed in below;
+* ``../shared/data/b200_tcgen05_bf16_1cta.csv`` when present beside the checkout -- 12 B200 rows, a copy of
+  SemiAnalysisAI/microbench-blackwell ``umma_latency/fit_results.csv`` (commit ``9a068d8``);
+* the ``.ws`` initiation intervals of KevinZeng08/microbench-blackwell ``umma_throughput/tcgen05_mma_ws.md``
+  (commit ``6d40dd8``; GB200, BF16 TS, depth 256), typed in :mod:`simtc.engine.calibration`;
 * ``HELD_OUT`` -- B200 latencies the parameters were *not* fitted to (SemiAnalysisAI/microbench-blackwell
   ``umma_latency/results.csv``: N = 80, 96, 112 and other input types);
 * ``tests/data/h200_wgmma_timing.json`` when it exists (written by ``simtc.hw.timing``).
@@ -49,7 +49,7 @@ H200_JSON = ROOT / "tests" / "data" / "h200_wgmma_timing.json"
 
 
 def _b200_rows() -> list[dict]:
-    """The 12 B200 rows as the fact sheet's CSV spells them (from :mod:`simtc.engine.calibration`)."""
+    """The 12 B200 rows as the CSV spells them (from :mod:`simtc.engine.calibration`)."""
     return [{"ab_layout": r.operands, "cta_group": "1", "m": str(r.m), "n": str(r.n), "k": "16",
              "latency_cycles": str(r.latency_cycles), "ii_cycles": str(r.ii_cycles)} for r in calibration.B200_ROWS]
 
@@ -80,7 +80,8 @@ def test_b200_csv_rows_within_2_cycles_and_2_percent():
     assert worst_lat <= 2 and worst_ii <= 0.02
 
 
-# timing.md §2, measured BF16 TS at depth 256: {(collector, M): (N=64, N=128, N=256)}
+# KevinZeng08/microbench-blackwell tcgen05_mma_ws.md, measured BF16 TS at depth 256:
+# {(collector, M): (N=64, N=128, N=256)}
 WS_TABLE = calibration.WS_TABLE
 
 
@@ -92,7 +93,7 @@ def test_ws_ii_within_2_percent_plus_half_cycle(collector, m):
 
 
 def test_ws_discard_minus_reuse_is_the_collector_cost():
-    # timing.md §2: discard - reuse = 11.96 (M=64) and 9.96 (M=128) for every N
+    # tcgen05_mma_ws.md (calibration.WS_TABLE): discard - reuse = 11.96 (M=64) and 9.96 (M=128) for every N
     for m, measured in ((64, 11.96), (128, 9.96)):
         for n in (64, 128, 256):
             d = predict_mma("sm100", m, n, operands="TS", ws=True, collector="discard").ii_cycles
@@ -101,7 +102,8 @@ def test_ws_discard_minus_reuse_is_the_collector_cost():
 
 
 def test_ws_ss_minus_ts_with_discard():
-    # timing.md §2: SS - TS with discard: M=64 ≈ +4, M=32 ≈ 0, M=128 ≈ +6 only at N=64
+    # KevinZeng08/microbench-blackwell tcgen05_mma_ws.md: SS - TS with discard: M=64 ≈ +4, M=32 ≈ 0,
+    # M=128 ≈ +6 only at N=64
     def gap(m, n):
         return (predict_mma("sm100", m, n, operands="SS", ws=True).ii_cycles
                 - predict_mma("sm100", m, n, operands="TS", ws=True).ii_cycles)
@@ -158,7 +160,8 @@ def test_ss_m128_switches_from_port_bound_to_compute_bound_at_n128():
 
 
 def test_input_type_does_not_change_cycles():
-    # timing.md §1.2: E4M3 K=32 gives the same cycles as BF16 K=16 for the same M, N
+    # SemiAnalysisAI/microbench-blackwell umma_latency (9a068d8): E4M3 K=32 gives the same cycles as BF16 K=16
+    # for the same M, N
     for dtype in ("e4m3", "tf32", "s8"):
         for ab in ("SS", "TS"):
             a = predict_mma("sm100", 128, 96, operands=ab, dtype=dtype)

@@ -100,7 +100,8 @@ def test_cases_are_values():
 
 def test_dual_gemm_halves_sum_to_qk():
     cases, ops = hc.dual_gemm_case()
-    # the kernel's placement (flashmla_head64.md §4, §7.1): Q RoPE at 65,536, K NoPE (dequant[1]) at 73,728;
+    # the kernel's placement (FlashMLA config.h SharedMemoryPlan, kernel.cuh lines 532-552 at 9241ae3): Q RoPE at
+    # 65,536, K NoPE (dequant[1]) at 73,728;
     # half 1's first step reads its 4-KiB RoPE tile, NoPE step k=5 of half 0 reads tile 2 at +32 B
     hi_first, lo_k5 = cases[1].program.mmas[0], cases[0].program.mmas[2 + 5]
     assert (hi_first.a.start, hi_first.b_desc.start, hi_first.scale_d) == (65536 + 4096, 139264 + 4096, False)

@@ -37,7 +37,7 @@ def test_per_block_tensor_core_and_tma_counts_agree(recorded):
         for k in ("UTCHMMA.WS", "UTCCP.T.S", "UTCBAR", "UTMALDG.2D.GATHER4", "UTMALDG.4D+5D", "UTMASTG.4D",
                   "STTM.x64", "FENCE.VIEW.ASYNC.T", "MUFU.EX2"):
             assert sass[k] == prog["static"][k], (name, k)
-    # one code site per MMA of a block: the block loop is not unrolled (flashmla_head64.md §10: 18 + 8, 16 + 8)
+    # one code site per MMA of a block: the block loop is not unrolled (kernel.cuh lines 530-584: 18 + 8, 16 + 8)
     assert fm.program_static_counts("v32")["per_block"]["UTCHMMA.WS"] == 26
     assert fm.program_static_counts("model1")["per_block"]["UTCHMMA.WS"] == 24
 
@@ -51,7 +51,7 @@ def test_every_difference_is_explained(recorded):
 
 
 def test_v32_counts_match_the_fact_sheet(recorded):
-    # flashmla_head64.md §10, SASS of the V32 instantiation (an earlier, independent disassembly)
+    # the counts of an earlier, independent disassembly of the V32 instantiation (sm_100a, CUDA 13.0)
     v = recorded["sass"]["v32"]
     got = (v["UTCHMMA.WS"], v["UTCCP.T.S"], v["UTCBAR"], v["UTMALDG.2D.GATHER4"], v["LDTM.x32"] + v["LDTM.x64"],
            v["STTM.x64"], v["UTMASTG.4D"], v["UBLKCP.G.S"], v["FENCE.VIEW.ASYNC.T"])

@@ -43,9 +43,9 @@ from simtc.isa import (
     WgmmaWaitGroup,
 )
 
-NOPE1 = 73728  # dequant[1].nope, flashmla_head64.md §4
-QK_IDESC = InstrDescriptor.from_u32(0x04200490)  # M=64 N=128 bf16 -> f32, K-major (§7)
-PV_IDESC = InstrDescriptor.from_u32(0x04410490)  # M=64 N=256, B MN-major (§7)
+NOPE1 = 73728  # dequant[1].nope, FlashMLA config.h SharedMemoryPlan (lines 159-194 at 9241ae3)
+QK_IDESC = InstrDescriptor.from_u32(0x04200490)  # M=64 N=128 bf16 -> f32, K-major (config.h L196-198)
+PV_IDESC = InstrDescriptor.from_u32(0x04410490)  # M=64 N=256, B MN-major (config.h L200-202)
 
 
 def sw128(start: int) -> SmemDescriptor:

@@ -1,4 +1,5 @@
-"""Footprints from fields alone, against independent formulas (flashmla_head64.md §7-§10, tcgen05.md §4-§11)."""
+"""Footprints from fields alone, against independent formulas (PTX ISA 9.0 §9.7.16.8-§9.7.16.10; FlashMLA
+head64 ``kernel.cuh`` / ``config.h`` at 9241ae3 for its operands)."""
 
 import numpy as np
 import pytest

@@ -32,7 +32,8 @@ def sw(start, sbo=1024, layout="SW128"):
 
 
 def qk_program(nope=73728, rope=139264):
-    """The QK step of flashmla_head64.md §6.2/§7: 18 Q copies, 18 .ws MMAs, commit; softmax loads P."""
+    """FlashMLA's QK step (kernel.cuh lines 464-573 at 9241ae3): 18 Q copies, 18 .ws MMAs, commit; softmax
+    loads P."""
     cps = [Cp(256 + 32 * t + 8 * s, sw(16384 * t + 32 * s), label=f"Q t={t} s={s}") for t in range(4)
            for s in range(4)]
     cps += [Cp(384 + 8 * s, sw(65536 + 32 * s, 512, "SW64"), label=f"Q RoPE s={s}") for s in range(2)]

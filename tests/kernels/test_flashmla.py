@@ -1,4 +1,4 @@
-"""The FlashMLA package: its plan against the fact sheet's numbers, the split, the flashmla-qk Program."""
+"""The FlashMLA package: its plan against the kernel's numbers, the split, the flashmla-qk Program."""
 
 import json
 
@@ -23,7 +23,7 @@ def qk():
     return mma_operands("normal", 64, 64, 576, seed=1)[0], mma_operands("normal", 64, 64, 576, seed=2)[0]
 
 
-# ---- plan: flashmla_head64.md §4 and §5.1, printed from the real struct ------------------------------------
+# ---- plan: FlashMLA config.h SharedMemoryPlan, lines 159-194 at 9241ae3 -------------------------------------
 SECTION_4 = {"q": (0, 65536), "q_sw64": (65536, 8192), "o_buf": (73728, 65536), "o_accum_buf": (73728, 133088),
              "dequant0.nope": (0, 65536), "dequant0.rope": (65536, 8192), "dequant1.nope": (73728, 65536),
              "dequant1.rope": (139264, 8192), "raw_nope0": (147456, 32768), "raw_nope1": (180224, 32768),
@@ -57,7 +57,8 @@ def test_plan_allocates_into_shared_memory_with_its_unions():
 
 
 def test_mbarrier_offsets_are_the_ones_the_sass_uses():
-    # flashmla_head64.md §5.1: the MMA thread polls 0x38a48 / 0x38a58 / 0x38ad8, commits to 0x38ac8 / 0x38ae8
+    # [sass] (sm_100a disassembly of v32.cu): the MMA thread polls 0x38a48 / 0x38a58 / 0x38ad8, commits to
+    # 0x38ac8 / 0x38ae8 -- the offsets config.h lines 159-194 give rope_ready[0], nope_ready[0], so_ready[0], ...
     m = flashmla.MBARRIERS_V32
     assert len(m) == 25
     assert (m["rope_ready[0]"][0], m["nope_ready[0]"][0], m["so_ready[0]"][0]) == (0x38A48, 0x38A58, 0x38AD8)
@@ -66,7 +67,7 @@ def test_mbarrier_offsets_are_the_ones_the_sass_uses():
 
 
 def test_tmem_map_matches_the_kernel_and_the_budget():
-    # flashmla_head64.md §3 (config.h): O 0-255, Q 256-383, Q_tail 384-399, P 400-463, all 128 lanes
+    # FlashMLA config.h lines 71-80: O 0-255, Q 256-383, Q_tail 384-399, P 400-463, all 128 lanes
     assert [(r.name, r.columns) for r in flashmla.TMEM_V32] == [
         ("O", (0, 255)), ("Q", (256, 383)), ("Q_tail", (384, 399)), ("P", (400, 463)), ("free", (464, 511))]
     assert {r.lanes for r in flashmla.TMEM_V32} == {(0, 127)}
@@ -97,7 +98,7 @@ def test_hopper_descriptors_read_exactly_the_split(qk, half):
     for i, (ad, bd, _) in enumerate(steps):
         assert np.array_equal(read_operand(sm, ad, major="K", dtype="bf16", rows=64, k=16), q_h[:, 16 * i:16 * i + 16])
         assert np.array_equal(read_operand(sm, bd, major="K", dtype="bf16", rows=64, k=16), k_h[:, 16 * i:16 * i + 16])
-    # the words hw's Hopper case used before the split moved here (flashmla_head64.md §7, sm90 encoding)
+    # the words hw's Hopper case used before the split moved here (the SW128 K-major operand, sm90 encoding)
     first_nope = SmemDescriptor(start=8192 * half, lbo=16, sbo=1024, layout_type="SW128", arch="sm90")
     assert steps[2][0] == first_nope
 

@@ -1,4 +1,4 @@
-"""FlashMLA head64's Q placement falls out of the primitives (flashmla_head64.md §3, §7.2, §8).
+"""FlashMLA head64's Q placement falls out of the primitives (``kernel.cuh`` lines 464-513 at 9241ae3).
 
 Q (64 heads x 576 dims, bf16) is stored in shared memory as FlashMLA does: eight 64x64
 K-major SW128 tiles ("q", 8 KiB each, dims 64i..64i+63), then Q RoPE as two 64x32 K-major
@@ -14,7 +14,9 @@ import pytest
 from simtc.smem import CanonicalLayout, SharedMemory, SmemDescriptor
 from simtc.tmem import TensorMemory
 
-# flashmla_head64.md §7.2: (t, s, first TMEM column, smem start, lanes 0-63 dims, lanes 64-127 dims)
+# kernel.cuh lines 477-486: copy (t, s) reads start t*16384 + s*32 into column 256 + 32t + 8s; the dims each
+# lane half receives follow from the 128-row view [inferred]:
+# (t, s, first TMEM column, smem start, lanes 0-63 dims, lanes 64-127 dims)
 TABLE = [
     (0, 0, 256, 0, (0, 15), (64, 79)), (0, 1, 264, 32, (16, 31), (80, 95)),
     (0, 2, 272, 64, (32, 47), (96, 111)), (0, 3, 280, 96, (48, 63), (112, 127)),

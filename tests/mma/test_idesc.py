@@ -1,4 +1,4 @@
-"""Instruction descriptor: the fact sheet's worked values, round trips, illegal words."""
+"""Instruction descriptor: worked values, round trips, illegal words."""
 
 import json
 
@@ -10,7 +10,9 @@ from simtc.cli import main
 from simtc.errors import DescriptorError
 from simtc.mma.idesc import FORMAT_CODES, InstrDescriptor
 
-# tcgen05.md §7 worked values (bf16 x bf16 -> f32); 0x04200490 / 0x04410490 also appear in FlashMLA's SASS
+# worked values (bf16 x bf16 -> f32), computed from PTX ISA 9.0 §9.7.16.4.2 Table 42 (CUTLASS
+# UMMA::InstrDescriptor, include/cute/arch/mma_sm100_desc.hpp line 416 at 7107b05, builds the same words);
+# 0x04200490 / 0x04410490 are FlashMLA's QK / PV words (config.h lines 196-202 at 9241ae3; also in its SASS)
 GOLDEN = [
     (128, 256, "K", "K", 0x08400490), (128, 128, "K", "K", 0x08200490), (128, 64, "K", "K", 0x08100490),
     (64, 256, "K", "K", 0x04400490), (64, 128, "K", "K", 0x04200490), (64, 64, "K", "K", 0x04100490),

@@ -28,7 +28,8 @@ def _decompose(x: float, fmt: str):
 
 
 def scalar_fdpa(a, b, c: float, fmt: str, f: int = 25) -> float:
-    """numerics.md §1, one output element, with exact rationals; returns the fp32 value (as float)."""
+    """The fused dot-product-add of simtc.numerics.fdpa (MMA-Sim, arXiv 2511.10909; Khattak & Mikaitis, arXiv
+    2512.07004), one output element, with exact rationals; returns the fp32 value (as float)."""
     if any(math.isnan(v) for v in (*a, *b, c)) or any(
             (math.isinf(x) and y == 0) or (math.isinf(y) and x == 0) for x, y in zip(a, b, strict=True)):
         return float("nan")

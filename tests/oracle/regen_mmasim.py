@@ -368,7 +368,8 @@ class Sanity:
 
     @staticmethod
     def _exponents(x64: np.ndarray, min_exp: int) -> np.ndarray:
-        """numerics.md §1 exponents: floor(log2|x|), subnormals at ``min_exp``, zeros at -133."""
+        """MMA-Sim's exponents (``mmasim/simulator/arithmetic.py``): floor(log2|x|), subnormals at ``min_exp``,
+        zeros at -133."""
         _, e = np.frexp(np.where(np.isfinite(x64), x64, 1.0))
         e = np.maximum(e.astype(np.int64) - 1, min_exp)
         return np.where(x64 == 0, -133, e)

@@ -2,8 +2,9 @@
 
 ``tests/data/cute_smem_layouts.json.gz`` holds byte offsets and matrix
 descriptors computed by NVIDIA's CuTe C++ (see tests/data/README.md).  The
-first tests check the committed file against golden values quoted in the
-project fact sheets (spec/tcgen05.md §8.3 and §9.4, spec/toolchain.md §7);
+first tests check the committed file against golden values worked out by
+hand from PTX ISA 9.0 §9.7.16.4.1 Table 40 / §9.7.15.5.1.2.2 (descriptor
+fields) and CuTe's byte swizzle (CUTLASS include/cute/swizzle.hpp);
 they need nothing but the file.  The last test rebuilds the file from CuTe
 with g++ and asserts the data is unchanged; it is skipped, with the reason,
 when the nvidia-cutlass headers, g++ or the CUDA headers are missing.
@@ -97,7 +98,8 @@ def test_bf16_k_major_64x64_descriptors(data, swizzle, umma, gmma):
 
 
 def test_sm100_is_sm90_plus_version_bit(data):
-    """spec/tcgen05.md §8.2: an SM90 descriptor plus bit 46 is the SM100 one (no 32B-atomic mode)."""
+    """An SM90 descriptor plus bit 46 is the SM100 one (no 32B-atomic mode): PTX ISA 9.0 §9.7.16.4.1 Table 40
+    (bits 46-48 fixed 0b001; layout codes 2/4/6 at bits 61-63) against §9.7.15.5.1.2.2 (codes 1/2/3 at 62-63)."""
     both = [c for c in data["cases"] if c["umma_desc"] and c["gmma_desc"]]
     assert len(both) > 100
     for c in both:

@@ -7,8 +7,8 @@ from hypothesis import strategies as st
 from simtc.errors import DescriptorError
 from simtc.smem import CanonicalLayout, SmemDescriptor, SwizzleMode
 
-# (layout, sm100 word, sm90 word): issue #2 golden values; tcgen05.md §8.3 (CuTe make_umma_desc /
-# make_gmma_desc print the SW128 pair for a 64x16 bf16 K-slice).
+# (layout, sm100 word, sm90 word): issue #2 golden values; CuTe make_umma_desc / make_gmma_desc print the
+# SW128 pair for a 64x16 bf16 K-slice (tests/data/cute_smem_layouts.json.gz, tests/data/README.md).
 GOLDEN = [
     (("bf16", "K", "SW128", 64, 64), 0x4000404000010000, 0x4000004000010000),
     (("bf16", "K", "SW64", 64, 32), 0x8000402000010000, 0x8000002000010000),
@@ -25,7 +25,8 @@ def test_golden_descriptors_from_tiles(shape, w100, w90):
 
 
 def test_fact_sheet_worked_values():
-    # tcgen05.md §8.3 (computed there) and flashmla_head64.md §7 (high words seen in SASS)
+    # worked out from PTX ISA 9.0 §9.7.16.4.1 Table 40 / §9.7.15.5.1.2.2; FlashMLA's S, V and dequant[1] K
+    # operands (config.h lines 107-111, 127-134, 159-194 at 9241ae3) give the second to fourth
     cases = [
         (dict(start=0, lbo=128, sbo=256, layout_type="INTERLEAVE"), 0x0000401000080000, 0x0000001000080000),
         (dict(start=0, lbo=1024, sbo=128, layout_type="INTERLEAVE"), 0x0000400800400000, 0x0000000800400000),
@@ -43,7 +44,7 @@ def test_fact_sheet_worked_values():
 def test_k_stepping_advances_the_start_like_cutlass():
     t = CanonicalLayout("bf16", "K", "SW128", 128, 256)  # FlashMLA's dual 128-row view of K NoPE
     starts = [t.descriptor(k_slice=k).start for k in range(16)]
-    assert starts == [16384 * (k // 4) + 32 * (k % 4) for k in range(16)]  # flashmla_head64.md §7.1
+    assert starts == [16384 * (k // 4) + 32 * (k % 4) for k in range(16)]  # FlashMLA's QK NoPE B starts
     d = t.descriptor()
     assert d.advance(32).encode() - d.encode() == 2  # descriptor low word += 2 per K step
     mn = CanonicalLayout("bf16", "MN", "SW128", 64, 64)

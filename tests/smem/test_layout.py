@@ -14,7 +14,7 @@ COMBOS = [(d, m.value, s) for d, m, s in canonical_combinations()]
 def test_golden_bf16_k_sw128_row1():
     t = CanonicalLayout("bf16", "K", "SW128", 64, 64)
     assert [t.offset(1, c) // 2 for c in range(0, 64, 8)] == [72, 64, 88, 80, 104, 96, 120, 112]
-    assert t.offset(2, 0) == 288  # element 144, tcgen05.md / toolchain.md §7
+    assert t.offset(2, 0) == 288  # element 144: Swizzle<3,4,3> on bytes (CUTLASS include/cute/swizzle.hpp)
 
 
 @st.composite

@@ -14,7 +14,8 @@ def test_capacity_is_227_kib_per_block():
 
 
 def test_flashmla_v32_plan_fits_and_aliases():
-    # flashmla_head64.md §4: V32 plan offsets; Q aliases dequant[0], o_accum aliases dequant[1] and raw_nope
+    # FlashMLA config.h SharedMemoryPlan (lines 159-194 at 9241ae3): V32 plan offsets; Q aliases dequant[0],
+    # o_accum aliases dequant[1] and raw_nope
     sm = SharedMemory()
     sm.alloc("q", 65536, align=1024, at=0)
     sm.alloc("dequant0", 73728, align=1024, at=0)

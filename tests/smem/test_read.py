@@ -35,7 +35,8 @@ def test_reading_reproduces_builder_for_every_mode_and_major(d, m, s):
 
 
 def test_flashmla_k_nope_dual_view():
-    # flashmla_head64.md §8.3: B[n][k'] pre-swizzle offset = 1024*(n//8) + 128*(n%8) + 2*(k'%64) + 16384*(k'//64)
+    # the 128-row DualGemm SW128 view of K NoPE (FlashMLA config.h lines 120-125 at 9241ae3), worked out:
+    # B[n][k'] pre-swizzle offset = 1024*(n//8) + 128*(n%8) + 2*(k'%64) + 16384*(k'//64)
     nope = 73728  # dequant[1].nope
     n = np.arange(128)[:, None]
     for k in range(16):

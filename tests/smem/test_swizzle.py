@@ -31,7 +31,8 @@ def test_involution_and_period_preserved(mode, addr):
 
 
 def test_known_chunk_patterns():
-    # chunk c of atom row r lands at chunk c ^ f(r) (tcgen05.md §9.4, CUTLASS copy_traits_sm90_tma_swizzle.hpp)
+    # chunk c of atom row r lands at chunk c ^ f(r) (CUTLASS include/cute/swizzle.hpp, Swizzle<B,4,3>;
+    # copy_traits_sm90_tma_swizzle.hpp lines 45-66 at 7107b05 map the same B to TMA's 32B/64B/128B modes)
     for mode, f in [(SwizzleMode.SW128, lambda r: r % 8), (SwizzleMode.SW64, lambda r: (r // 2) % 4),
                     (SwizzleMode.SW32, lambda r: (r // 4) % 2)]:
         rows = np.arange(8 * 128 // mode.width)

@@ -7,8 +7,10 @@ cute_tmem_oracle.cpp; schema in tests/data/README_tmem.md):
 * the tcgen05.cp (UTCCP) source row -> TMEM lane/column maps,
 * UMMA accumulator (and TS A-operand) TMEM fragment placements.
 
-The always-run tests check the committed file against the formulas of the fact sheet
-(spec/tcgen05.md §4, §5, §10, §11) -- two independent sources that must agree.  The ``oracle``
+The always-run tests check the committed file against closed-form formulas written out below (the
+tcgen05.ld/st shapes of PTX ISA 9.0 §9.7.16.8.3, the tcgen05.cp shapes of §9.7.16.9.2, the accumulator
+layouts of §9.7.16.10.5 and the TS A operand of §9.7.16.10.9; PTX draws these maps as figures, the
+formulas are read from them and from the CUTLASS traits) -- two encodings that must agree.  The ``oracle``
 test rebuilds the file from the CuTe headers with g++ and asserts nothing changed; it is skipped,
 with the reason, when the nvidia-cutlass headers, g++ or the CUDA headers are missing.
 
@@ -80,12 +82,13 @@ def test_schema_and_counts(data):
 
 
 # --------------------------------------------------------------------------------------------
-# tcgen05.ld / tcgen05.st  (fact sheet §10)
+# tcgen05.ld / tcgen05.st  (PTX ISA 9.0 §9.7.16.8.3)
 # --------------------------------------------------------------------------------------------
 
 
 def _fact_sheet(shape: str, t: int, i: int, imm: int) -> tuple[int, int]:
-    """spec/tcgen05.md §10: thread t, register i -> (lane offset, logical column offset)."""
+    """tcgen05.ld/st shapes (PTX ISA 9.0 §9.7.16.8.3): thread t, register i -> (lane offset, logical column
+    offset)."""
     if shape == "32dp32b":
         return t, i
     if shape == "16dp64b":
@@ -193,7 +196,7 @@ def test_ptx_and_immediate_from_headers(data):
 
 
 # --------------------------------------------------------------------------------------------
-# tcgen05.cp  (fact sheet §11)
+# tcgen05.cp  (PTX ISA 9.0 §9.7.16.9.2)
 # --------------------------------------------------------------------------------------------
 
 CP_TABLE = {
@@ -220,7 +223,7 @@ def test_utccp_matches_fact_sheet_table(data):
 
 
 # --------------------------------------------------------------------------------------------
-# UMMA TMEM fragments  (fact sheet §4, §5)
+# UMMA TMEM fragments  (PTX ISA 9.0 §9.7.16.10.5, §9.7.16.10.9)
 # --------------------------------------------------------------------------------------------
 
 

@@ -80,7 +80,8 @@ def test_layout_g_quarters_and_layout_b_per_cta():
 
 
 def test_flashmla_qk_and_pv_placement():
-    """flashmla_head64.md §3 and §8.1: P at column 400 (N=128), O two N=256 n-blocks at columns 0 and 128."""
+    """FlashMLA config.h lines 71-80 and 196-202 (9241ae3): P at column 400 (N=128), O two N=256 n-blocks at
+    columns 0 and 128."""
     p = datapath_layout(64, 128, ws=True)
     assert p.map(5, 70) == (69, 6)                      # token 70 of head 5 -> lane 69, column 400 + 6
     o = datapath_layout(64, 256, ws=True)

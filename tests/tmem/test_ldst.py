@@ -30,7 +30,8 @@ def test_footprint_is_a_bijection(op):
 
 @pytest.mark.parametrize("op", OPS, ids=lambda op: op.cutlass)
 def test_map_matches_the_fact_sheet_formulas(op):
-    """An independent, scalar transcription of tcgen05.md §10's table (slow on purpose)."""
+    """An independent, scalar transcription of the tcgen05.ld/st shapes (PTX ISA 9.0 §9.7.16.8.3; slow on
+    purpose)."""
     lane, col = op.lane_offsets(), op.columns()
     name, imm = op.shape.name, op.imm
     for t in range(32):

@@ -6,8 +6,8 @@
 * :mod:`~simtc.kernels.flashmla.split` -- the Q split (P_lo / P_hi) and the Hopper two-chain form of it.
 * :mod:`~simtc.kernels.flashmla.programs` -- the records and the ``flashmla-qk`` Program; its replay.
 
-Sources: ``deepseek-ai/FlashMLA`` ``csrc/sm100/decode/head64/{config.h,kernel.cuh}``, summarised in the
-fact sheet ``flashmla_head64.md``.
+Sources: ``deepseek-ai/FlashMLA`` ``csrc/sm100/decode/head64/{config.h,kernel.cuh}`` at commit ``9241ae3``
+[kernel]; each module names the lines it rests on.
 """
 
 from simtc.kernels.flashmla.constants import (

@@ -1,15 +1,19 @@
 """FlashMLA head64's design alternatives side by side, on the same inputs, engine and checker.
 
-Each variant (flashmla_head64.md §13, §14) is the kernel's Program transformed (a function Program ->
-Program given to :func:`~simtc.kernels.flashmla.replay.replay`), or, where it cannot be built because
-it does not fit, the refusal simtc gives with the rule it breaks:
+Each variant is the kernel's Program transformed (a function Program -> Program given to
+:func:`~simtc.kernels.flashmla.replay.replay`), or, where it cannot be built because it does not fit, the
+refusal simtc gives with the rule it breaks. The variants are simtc's own design study [inferred]; each
+names the source it starts from (FlashMLA at ``9241ae3`` unless another commit is named):
 
 * ``dual-gemm`` -- the kernel as it is (baseline): 18 (16) ``.ws`` TS QK MMAs of N=128, Q split over
   the two lane halves, the P_lo/P_hi exchange; semantics mode, every check.
-* ``duplicated-q`` -- CUTLASS's intended ``.ws`` TS use: Q in both lane halves (288 columns), 36 QK MMAs
+* ``duplicated-q`` -- CUTLASS's intended ``.ws`` TS use (``TmemAllocMode::Duplicated``,
+  ``include/cute/atom/mma_traits_sm100_frag.hpp`` line 71 at ``7107b05``; FlashMLA ``gemm.cuh`` line 59: A
+  "should be duplicated"): Q in both lane halves (288 columns), 36 QK MMAs
   of N=64, P 32 columns, no exchange. O 256 + Q 288 + P 32 = 576 > 512 columns: run through the TMEM
   allocator (:class:`simtc.tmem.memory.TensorMemory`) and the ``tcgen05.cp`` record, both refuse.
-* ``ss-q-smem`` -- the earlier SM100 decode kernel (FlashMLA ``splitkv_mla.cu`` at ``fd249aa``): Q resident
+* ``ss-q-smem`` -- the earlier SM100 decode kernel (FlashMLA ``csrc/sm100/decode/sparse_fp8/splitkv_mla.cu``
+  lines 102-105 at ``fd249aa``: an SS ``.ws`` QK of N = B_TOPK, "TODO Use TS?"): Q resident
   in shared memory, 36 SS ``.ws`` QK MMAs of N=64 (A = Q, B = K, 2 KiB each per instruction), no exchange.
   Q can no longer alias ``dequant[0]``: the plan needs 232,192 + 73,728 B > 227 KiB. Timing mode with
   the checker off (the plan has no room for a resident Q, so its aliasing is not a valid schedule): the
@@ -20,8 +24,9 @@ it does not fit, the refusal simtc gives with the rule it breaks:
   the Q halves over the L0 = 0 / 16 slabs (a dual GEMM again, 464 columns): 36 QK + 8 PV F MMAs, run
   in timing mode with the checker on (the softmax's exchange would become an intra-warp shuffle; its
   records are kept as they are, so that variant is timing only).
-* ``prefill-overlap`` -- the prefill kernel's schedule (§9, §14): the softmax frees P right after its
-  TMEM loads (``p_free``, 128 arrivals, in the plan's 8 bytes of tail padding) and the MMA thread
+* ``prefill-overlap`` -- the prefill kernel's schedule (``csrc/sm100/prefill/sparse/common_subroutine.h``
+  lines 75-96, ``csrc/sm100/prefill/sparse/fwd/head64/phase1.cuh`` lines 474-523): the softmax frees P
+  right after its TMEM loads (``p_free``, 128 arrivals, in the plan's 8 bytes of tail padding) and the MMA thread
   issues QK(i+1) before PV(i). Because S shares its bytes with the exchange buffer, block i+1's
   exchange must now wait PV(i) (``sv_done``) explicitly; semantics mode, every check.
 * ``b0-b1-collectors`` -- consecutive ``.ws`` MMAs alternate ``collector::b0::discard`` /
@@ -57,7 +62,8 @@ __all__ = ["VARIANTS", "Variant", "compare", "exchange_cost", "exchange_paramete
            "smem_bytes_per_mma"]
 
 SMEM_LIMIT = SMEM_CAPACITY["sm100"]
-"""227 KiB a block may use on sm_100 (flashmla_head64.md §4)."""
+"""227 KiB a block may use on sm_100 (FlashMLA asserts ``sizeof(SharedMemoryPlan) < 227*1024``, ``kernel.cuh``
+line 955)."""
 QK64_IDESC = InstrDescriptor(kind="f16", m=B_H, n=B_TOPK, a_format="bf16", b_format="bf16")
 """A non-dual QK instruction: M=64, N=64, bf16 (one 64x64x16 product)."""
 _L16 = 16 << 16  # TMEM address lane field 16 (Layout F's second slab, L0 = 16)
@@ -250,8 +256,8 @@ def layout_f(program: Program) -> Program:
 
 # ---- measurements --------------------------------------------------------------------------------------------
 def exchange_instructions(program: Program) -> dict[str, int]:
-    """Per softmax thread per block, the exchange's instructions in ``program`` (§9): the extra LDTM.x32, the
-    STS.128 / LDS.128 of the P halves, the FADD2 that add them and the pair barrier."""
+    """Per softmax thread per block, the exchange's instructions in ``program`` (``kernel.cuh`` lines 166-195):
+    the extra LDTM.x32, the STS.128 / LDS.128 of the P halves, the FADD2 that add them and the pair barrier."""
     blocks = _blocks(program)
     c = {"LDTM.x32 (extra)": 0, "STS.128": 0, "LDS.128": 0, "FADD2": 0, "BAR.SYNC (pair)": 0}
     for r in program.role("softmax").records:
@@ -298,8 +304,8 @@ def exchange_cost(engine) -> float:
 
 
 def exchange_records(program: Program) -> list:
-    """The softmax's records of the P_lo/P_hi exchange (§9): the extra LDTM, the STS/LDS of the halves, the pair
-    barrier, and the block that adds them."""
+    """The softmax's records of the P_lo/P_hi exchange (``kernel.cuh`` lines 166-195): the extra LDTM, the
+    STS/LDS of the halves, the pair barrier, and the block that adds them."""
     def part(r) -> bool:
         return ((isinstance(r, Ld) and r.label == "P columns 432-463")
                 or (isinstance(r, StShared) and r.label.startswith("p_peer"))

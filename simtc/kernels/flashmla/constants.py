@@ -1,8 +1,9 @@
 """FlashMLA SM100 sparse-decode head64 constants (V32 = DeepSeek-V3.2 configuration).
 
-Every value is ``deepseek-ai/FlashMLA`` ``csrc/sm100/decode/head64/config.h`` [kernel] as the fact
-sheet ``flashmla_head64.md`` §1 (constants), §3 (TMEM columns) and §7 (instruction descriptor)
-records it; derived values state their formula and are checked against the kernel's numbers.
+Every value is ``deepseek-ai/FlashMLA`` ``csrc/sm100/decode/head64/config.h`` at ``9241ae3`` [kernel]:
+lines 33-55 (constants), 71-80 (TMEM columns) and 196-198 (``TiledMMA_P``, whose instruction descriptor
+CUTLASS's ``UMMA::make_instr_desc`` builds); derived values state their formula and are checked against
+the kernel's numbers.
 
 >>> Q_TAIL_COLUMN == Q_COLUMN + B_H * D_NOPE // 2 // 128, P_COLUMN == Q_TAIL_COLUMN + B_H * D_ROPE // 2 // 128
 (True, True)
@@ -19,7 +20,7 @@ __all__ = [
     "O_COLUMN", "P_COLUMN", "QK_IDESC", "Q_COLUMN", "Q_TAIL_COLUMN", "TMEM_COLUMNS",
 ]
 
-# ---- §1 [kernel] config.h ------------------------------------------------------------------------------
+# ---- constants [kernel] config.h L33-55 -----------------------------------------------------------------
 D_Q = 576
 """QK head dim (D_Q = D_K)."""
 D_V = 512
@@ -37,13 +38,13 @@ NUM_BUFS = 2
 NUM_INDEX_BUFS = 4
 """Ring depth of tma_coord / is_token_valid / scales."""
 NUM_THREADS = 384
-"""Three warpgroups (§2)."""
+"""Three warpgroups (config.h L49; the roles: kernel.cuh lines 134-747)."""
 INSTR_K = 16
-"""K per bf16 MMA instruction [kernel] kerutils gemm.cuh."""
+"""K per bf16 MMA instruction: 256 bits [kernel] kerutils ``device/sm100/gemm.cuh`` L63-64."""
 
-# ---- §3 TMEM columns [kernel] config.h -----------------------------------------------------------------
+# ---- TMEM columns [kernel] config.h L71-80 --------------------------------------------------------------
 TMEM_COLUMNS = 512
-"""Warp 0 allocates all 512 columns; the start address is asserted to be 0."""
+"""Warp 0 allocates all 512 columns; the start address is asserted to be 0 (kernel.cuh L63-65)."""
 O_COLUMN = 0
 """O accumulator (64 x 512 fp32 in Layout E: 256 columns)."""
 Q_COLUMN = 256
@@ -53,6 +54,6 @@ Q_TAIL_COLUMN = Q_COLUMN + B_H * D_NOPE // 2 // 128
 P_COLUMN = Q_TAIL_COLUMN + B_H * D_ROPE // 2 // 128
 """QK result P (64 x 128 fp32 in Layout E): 400."""
 
-# ---- §7 instruction descriptor [kernel] gemm.cuh, [sass] UMOV 0x4200490 ----------------------------------
+# ---- instruction descriptor [kernel] config.h L196-198, gemm.cuh L78-79; [sass] UMOV 0x4200490 ------------
 QK_IDESC = InstrDescriptor(kind="f16", m=B_H, n=2 * B_TOPK, a_format="bf16", b_format="bf16")
 """The QK MMA: M=64, N=128, bf16 x bf16 -> f32, A and B K-major (``0x04200490``)."""

@@ -5,7 +5,7 @@ shared memory through ``cta.smem`` (observed accesses; addresses from the record
 and the request's global tensors and parameters (``cta.gmem``, ``"head64.*"`` keys written by
 :func:`simtc.kernels.flashmla.replay.load_inputs`). All work is vectorised over the warp's 32 threads.
 
-Arithmetic follows FlashMLA ``kernel.cuh`` (flashmla_head64.md §11) [kernel]: fp32 packed adds in the
+Arithmetic follows FlashMLA ``kernel.cuh`` lines 178-266 at ``9241ae3`` [kernel]: fp32 packed adds in the
 kernel's order, ``max(p) * sm_scale_div_log2``, the lazy-rescale threshold 6.0, ``exp2(fma(p, scale,
 -new_max))`` rounded to bf16 (RN), ``li = fma(li, scale_for_old, sum.x + sum.y)`` with unrounded sums.
 Approximations [inferred]: ``MUFU.EX2`` / ``MUFU.LG2`` / ``__fdividef`` are approximate on the GPU; simtc
@@ -57,7 +57,7 @@ def index_load(cta, rec, warp: int) -> None:
 
 @register_effect("fmla.index_transform")
 def index_transform(cta, rec, warp: int) -> None:
-    """Valid bits, TMA row coordinates and scales of the block's 64 tokens (flashmla_head64.md §6.6)."""
+    """Valid bits, TMA row coordinates and scales of the block's 64 tokens (``kernel.cuh`` lines 683-728)."""
     regs = cta.warp_regs(warp)
     idx, pos = regs["idx"].astype(np.int64), regs["pos"]
     pbs, pages = int(_p(cta, "page_block_size")[0]), int(_p(cta, "num_pages")[0])
@@ -67,7 +67,7 @@ def index_transform(cta, rec, warp: int) -> None:
     coord = np.where(valid, page * step + slot, -1)
     kv = cta.gmem["kv"]
     nsc = int(_p(cta, "num_scales")[0])
-    if nsc == 4:  # V32: 4 fp32 at token record + 512 B, to e8m0 rounding toward zero [kernel] (fact-sheet snapshot)
+    if nsc == 4:  # V32: 4 fp32 at token record + 512 B, to e8m0 rounding toward zero [kernel] kernel.cuh L704-711
         at = np.where(valid, coord, 0)[..., None] * stride + 512 + 4 * np.arange(4)
         f = kv[at[..., None] + np.arange(4)].view(np.float32)[..., 0]
         codes = np.where(valid[..., None], v32_scale_to_ue8m0(f), 0).astype(np.uint8)
@@ -84,7 +84,7 @@ def index_transform(cta, rec, warp: int) -> None:
 # ---- dequant warpgroup (warps 8-11) -------------------------------------------------------------------------
 @register_effect("fmla.dequant")
 def dequant(cta, rec, warp: int) -> None:
-    """fp8 e4m3 x scale -> bf16 into the SW128 K tiles (flashmla_head64.md §6.7; simtc.numerics.dequant)."""
+    """fp8 e4m3 x scale -> bf16 into the SW128 K tiles (``kernel.cuh`` lines 747-843; simtc.numerics.dequant)."""
     raw0, sc0 = rec.smem_reads[0].start, rec.smem_reads[1].start
     nope0 = rec.smem_writes[0].start
     d_nope = rec.smem_reads[0].stop - raw0
@@ -115,7 +115,8 @@ def softmax_init(cta, rec, warp: int) -> None:
 
 @register_effect("fmla.p_select")
 def p_select(cta, rec, warp: int) -> None:
-    """Warps 0, 1 keep columns 400-431 (P_lo[:, 0:32]) and send 432-463; warps 2, 3 the other way (§9)."""
+    """Warps 0, 1 keep columns 400-431 (P_lo[:, 0:32]) and send 432-463; warps 2, 3 the other way
+    (``kernel.cuh`` lines 166-195)."""
     regs = cta.warp_regs(warp)
     for key in ("p_c0", "p_c1"):  # used before its tcgen05.ld completed (no wait::ld): undefined values, NaN here
         regs.setdefault(key, np.full((32, 32), np.nan, np.float32).view(np.uint32))

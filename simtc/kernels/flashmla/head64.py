@@ -1,6 +1,6 @@
 """FlashMLA SM100 sparse-decode head64, the whole kernel: six roles' Programs for one request of B blocks.
 
-Roles (flashmla_head64.md §2, §6; FlashMLA ``csrc/sm100/decode/head64/kernel.cuh``) [kernel]:
+Roles (FlashMLA ``csrc/sm100/decode/head64/kernel.cuh`` lines 134-747 at ``9241ae3``) [kernel]:
 
 * ``softmax`` -- warps 0-3 (WG0, 128 threads): P readback (2 ``tcgen05.ld.32x32b.x32``), P_lo/P_hi
   exchange (8 ``st.shared`` + pair ``bar.sync`` + 8 ``ld.shared``), mask, row max with the ``t ^ 64``
@@ -11,19 +11,19 @@ Roles (flashmla_head64.md §2, §6; FlashMLA ``csrc/sm100/decode/head64/kernel.c
 * ``index`` -- warp 7 (32 threads): indices -> TMA coordinates, scales, valid bits;
 * ``dequant`` -- warps 8-11 (WG2): fp8 -> bf16 x scale into the SW128 K tiles.
 
-Ring state (§5.2): block i uses KV buffer ``b = i % 2`` with phase ``(i // 2) % 2`` and index buffer
-``ib = i % 4`` with phase ``(i // 4) % 2``; one request starts every ring at 0 and the per-request
-barriers at parity 0.
+Ring state (``kernel.cuh`` lines 120-131): block i uses KV buffer ``b = i % 2`` with phase ``(i // 2) % 2``
+and index buffer ``ib = i % 4`` with phase ``(i // 4) % 2``; one request starts every ring at 0 and the
+per-request barriers at parity 0.
 
 Modelling decisions (each a simplification of this simulator, not of the kernel):
 
-* **Setup** (§6.1: mbarrier init, ``tcgen05.alloc`` of 512 columns, the CTA barrier) runs before the
-  roles start (:func:`setup_records`, executed on warp 0 by the replay); the final ``everyone_sync``
-  and ``tcgen05.dealloc`` after them (one request: nothing follows).
+* **Setup** (``kernel.cuh`` lines 43-67: mbarrier init, ``tcgen05.alloc`` of 512 columns, the CTA barrier)
+  runs before the roles start (:func:`setup_records`, executed on warp 0 by the replay); the final
+  ``everyone_sync`` and ``tcgen05.dealloc`` after them (one request: nothing follows).
 * **Warp-dependent addresses** of WG0 (exchange slot ``w ^ 2``, S rows, O staging, ``rowwise_max_buf``)
   use ``warp_offsets``; the exchange's pair barriers use ``bar.sync`` ``warp_ids`` (ids 10/11).
-* **The conditional O rescale** (§6.3 step 10) is a warp-uniform branch on data. A Program is a static
-  record list, so the builder is told which blocks take it (``rescale``): the replay computes them
+* **The conditional O rescale** (``kernel.cuh`` lines 231 and 268-291) is a warp-uniform branch on data. A
+  Program is a static record list, so the builder is told which blocks take it (``rescale``): the replay computes them
   first from the reference P (the same ``tensor_core_mma`` chains the P check uses, bit-exact with the
   kernel's P) and the softmax effect re-derives the decision at run time from its own registers and
   refuses a mismatch (a block needing a rescale without the records). The records are present for all
@@ -31,8 +31,10 @@ Modelling decisions (each a simplification of this simulator, not of the kernel)
 * **The epilogue's TMA stores** are records of every warp of WG0 (a Role's records are the same for its
   warps) marked with the warp that issues them (``issuing_warp``): as in the kernel, the elected lanes of
   warps 0 and 1 issue one each, and warps 2 and 3 skip them; per-thread counts are the kernel's 8 per request.
-* **CUDA-core work** is :class:`~simtc.isa.CudaCoreBlock` records whose counts are the SASS counts of
-  §10 (per thread per block); where §10 gives only a role's total, the unlisted remainder is class
+* **CUDA-core work** is :class:`~simtc.isa.CudaCoreBlock` records whose counts are SASS counts per thread
+  per block [sass] (an sm_100a disassembly of FlashMLA's ``instantiations/v32.cu`` with CUDA 13.0; the
+  tensor-core, TMA and TMEM code sites are recorded in ``tests/data/flashmla_sm100_sass.json``, these
+  CUDA-core class counts are not); where only a role's total was counted, the unlisted remainder is class
   ``"other"`` [sass totals; class split inferred]. Their numpy effects live in
   :mod:`simtc.kernels.flashmla.effects`.
 
@@ -81,18 +83,19 @@ __all__ = ["MUTATIONS", "PV_IDESC", "ROLE_WARPS", "S_LAYOUT", "Head64Builder", "
 
 ROLE_WARPS = {"softmax": (0, 1, 2, 3), "mma": (4,), "raw": (5,), "rope": (6,), "index": (7,),
               "dequant": (8, 9, 10, 11)}
-"""Warps of each role (flashmla_head64.md §2) [kernel]."""
+"""Warps of each role (``kernel.cuh`` lines 134, 431, 586, 616, 653, 747) [kernel]."""
 _ELECTED = ("mma", "raw", "rope")
 
 PV_IDESC = InstrDescriptor(kind="f16", m=B_H, n=256, a_format="bf16", b_format="bf16", b_major="MN")
-"""The PV MMA: M=64, N=256, bf16, B (V) MN-major: ``0x04410490`` (flashmla_head64.md §7) [kernel] [sass]."""
+"""The PV MMA: M=64, N=256, bf16, B (V) MN-major: ``0x04410490`` (``config.h`` lines 200-202) [kernel] [sass]."""
 S_LAYOUT = CanonicalLayout("bf16", "K", "INTERLEAVE", B_H, B_TOPK)
-"""S: Sw<0,4,3> o ((8,8),(8,8)):((8,64),(1,512)) -- K-major interleave, LBO 1,024 B, SBO 128 B (§4, §7)."""
+"""S: Sw<0,4,3> o ((8,8),(8,8)):((8,64),(1,512)) -- K-major interleave, LBO 1,024 B, SBO 128 B
+(``config.h`` lines 107-111)."""
 _COLS_PER_K = INSTR_K // 2
 _WG0, _PAIR, _ALL = NAMED_BARRIERS["wg0_sync"], NAMED_BARRIERS["wg0_warp02_sync"], NAMED_BARRIERS["everyone_sync"]
 
-# ---- CUDA-core SASS counts per thread per block (flashmla_head64.md §10) [sass]; "other" = the remainder
-# of the role's approximate total that §10 does not break down [inferred]
+# ---- CUDA-core SASS counts per thread per block [sass] (v32.cu disassembly, not recorded in tests/data);
+# "other" = the remainder of the role's approximate total that the count does not break down [inferred]
 _DEQUANT_V32 = (("F2FP.F16.E4M3.UNPACK_B", 128), ("HADD2.F32", 251), ("F2FP.BF16.F32.PACK_AB", 124),
                 ("HMUL2.BF16_V2", 125), ("LDS.64", 32), ("STS.128", 32), ("other", 137))  # total 829
 _DEQUANT_CHAIN = (("LDS.64", 1), ("F2FP.F16.E4M3.UNPACK_B", 1), ("HADD2.F32", 1), ("F2FP.BF16.F32.PACK_AB", 1),
@@ -104,20 +107,20 @@ _DEQUANT_CHAIN = (("LDS.64", 1), ("F2FP.F16.E4M3.UNPACK_B", 1), ("HADD2.F32", 1)
 def _dequant_counts(m: Head64Model) -> tuple[tuple[str, int], ...]:
     if m.v32:
         return _DEQUANT_V32
-    tiles = m.d_nope // 64  # MODEL1: 28 chunks instead of 32; §10 lists 28 + 28 LDS/STS, the rest scaled [inferred]
+    tiles = m.d_nope // 64  # MODEL1: 28 chunks, not 32 (kernel.cuh L752): 28 + 28 LDS/STS, the rest scaled [inferred]
     return tuple((c, n * tiles // 8 if c not in ("LDS.64", "STS.128") else 4 * tiles) for c, n in _DEQUANT_V32)
 
 
 def _dequant_wavefronts(m: Head64Model) -> int:
     """Shared-memory wavefronts per dequant warp per block: each LDS.64 of fp8 has a 2-way bank conflict
-    (kernel.cuh's own note; flashmla_head64.md §6.7) -- 4 wavefronts instead of 2 -- and each STS.128 moves
+    (kernel.cuh's own note, line 780) -- 4 wavefronts instead of 2 -- and each STS.128 moves
     512 B, 4 wavefronts [kernel] [inferred]."""
     chunks = dict(_dequant_counts(m))["LDS.64"]
     return chunks * 4 + chunks * 4
 
 
 def _softmax_counts() -> dict[str, tuple[tuple[str, int], ...]]:
-    """WG0 per thread per block: ~384 SASS incl. 128 FMUL2 of the conditional rescale (§10) [sass]; the
+    """WG0 per thread per block: ~384 SASS incl. 128 FMUL2 of the conditional rescale [sass]; the
     records carry 2 LDTM, 13 STS, 9 LDS, 3 BAR; MUFU.EX2 32 (+1 when rescaling), 16 FADD2 of the exchange."""
     return {
         "reduce": (("FADD2", 16), ("LDS.32", 1), ("FSEL", 32), ("FMNMX", 32), ("FMUL", 1)),
@@ -138,7 +141,7 @@ _RESCALE_CHAIN = (("FADD", 1), ("MUFU.EX2", 1))
 """scale_for_old = exp2(mi - new_max), before the exponentials (kernel.cuh) [kernel]."""
 
 _PRODUCER_TOTAL = {"raw": 150, "rope_v32": 250, "rope_model1": 170, "index": 244}
-"""Approximate SASS per block: raw ~150, RoPE ~250 (V32), index ~244 (§10) [sass]; MODEL1 RoPE [inferred]."""
+"""Approximate SASS per block: raw ~150, RoPE ~250 (V32), index ~244 [sass]; MODEL1 RoPE [inferred]."""
 
 
 def _other(total: int, explicit: int) -> tuple[tuple[str, int], ...]:
@@ -148,7 +151,7 @@ def _other(total: int, explicit: int) -> tuple[tuple[str, int], ...]:
 def ring_state(i: int) -> tuple[int, int, int, int]:
     """Block ``i``'s ring state (buf_idx, bar_phase, index_buf_idx, index_bar_phase): 2 KV buffers, 4 index buffers.
 
-    Every role advances its own copy once per block (flashmla_head64.md §5.2, kernel.cuh ``RingState``).
+    Every role advances its own copy once per block (``kernel.cuh`` lines 120-131, ``RingState``).
 
     >>> ring_state(5)
     (1, 0, 1, 1)
@@ -188,7 +191,8 @@ class Head64Builder:
 
     # ---- setup -----------------------------------------------------------------------------------------
     def setup_records(self) -> tuple:
-        """Warp 0's setup (§6.1) run before the roles: ``tcgen05.alloc`` of all 512 columns, relinquish."""
+        """Warp 0's setup (``kernel.cuh`` lines 43-67) run before the roles: ``tcgen05.alloc`` of all 512 columns,
+        relinquish."""
         return (Alloc(TMEM_COLUMNS, self.m.smem["tmem_start_addr"].offset, label="TMEM: all 512 columns"),
                 RelinquishAllocPermit())
 
@@ -342,7 +346,7 @@ class Head64Builder:
         """One block of the index warp (built once per index-ring state). The indices' load is in flight while
         the warp waits for the free slot; the scales are gathered from 64 scattered token records, one per lane
         and load (V32: 16 B at record + 512; MODEL1: 8 B in the page block's tail) and converted before the
-        stores (flashmla_head64.md §6.6) [kernel]."""
+        stores (``kernel.cuh`` lines 683-731) [kernel]."""
         m = self.m
         valid = m.smem["is_token_valid"].offset + 8 * ib
         ldg = "LDG.E.128" if m.v32 else "LDG.E.64"
@@ -514,7 +518,7 @@ class Head64Builder:
                                    f"of {blocks} top-k blocks of {B_TOPK} tokens",
                        meta=(("kernel", f"FlashMLA SM100 sparse decode head64 {m.name}"), ("blocks", blocks),
                              ("rescale_blocks", ",".join(str(i) for i, r in enumerate(rescale) if r)),
-                             ("source", "flashmla_head64.md §5, §6, §7, §10")))
+                             ("source", "FlashMLA 9241ae3 csrc/sm100/decode/head64/kernel.cuh L35-843, config.h")))
 
 
 _BUILDERS: dict[str, Head64Builder] = {}
@@ -530,7 +534,8 @@ def builder(model_name: str | Head64Model = "v32") -> Head64Builder:
 
 
 def setup_records(m: str | Head64Model = "v32") -> tuple:
-    """Warp 0's setup (§6.1) run before the roles: ``tcgen05.alloc`` of all 512 columns, relinquish."""
+    """Warp 0's setup (``kernel.cuh`` lines 43-67) run before the roles: ``tcgen05.alloc`` of all 512 columns,
+    relinquish."""
     return builder(m).setup_records()
 
 
@@ -546,7 +551,7 @@ def head64_program(model_name: str | Head64Model = "v32", blocks: int = 1,
                    rescale: Sequence[bool] | None = None) -> Program:
     """The whole kernel for one request of ``blocks`` top-k blocks (a frozen, cached value).
 
-    ``rescale[i]``: block i takes the lazy O rescale (§6.3 step 10; never block 0). Default: no block
+    ``rescale[i]``: block i takes the lazy O rescale (``kernel.cuh`` line 269; never block 0). Default: no block
     (the replay derives it from the data, :func:`simtc.kernels.flashmla.replay.rescale_blocks`).
     """
     m = model(model_name)

@@ -63,7 +63,7 @@ OUTPUT_KEYS = ("out", "lse")
 
 _API = "FlashMLA csrc/api/sparse_decode.h (sparse_attn_decode_interface)"
 _HOST = "FlashMLA csrc/sm100/decode/head64/kernel.cuh (host launcher)"
-_INDEX = "FlashMLA csrc/sm100/decode/head64/kernel.cuh (index warp); flashmla_head64.md §6.6"
+_INDEX = "FlashMLA csrc/sm100/decode/head64/kernel.cuh L653-743 (index warp)"
 _QUANT = "FlashMLA tests/quant.py (quantize_k_cache)"
 _DOC = "docs/flashmla_formats.md"
 E4M3_MAX = 448.0
@@ -245,7 +245,7 @@ def validate_inputs(arrays: Mapping[str, np.ndarray]) -> FlashMLAInputs:
     name = name.decode("ascii", "replace") if isinstance(name, bytes) else str(name)
     if name not in MODELS:
         raise _bad(f"model {name!r} is unknown; use 'v32' or 'model1'", "model is 'v32' or 'model1'",
-                   "flashmla_head64.md §1, §12")
+                   "FlashMLA csrc/sm100/decode/head64/config.h L33-55 (ModelType V32, MODEL1)")
     m = MODELS[name]
     pbs = _scalar(arrays, "page_block_size", "iu", "integer")
     if pbs < 1:

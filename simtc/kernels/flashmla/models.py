@@ -1,9 +1,10 @@
 """The two configurations of FlashMLA's SM100 head64 sparse-decode kernel: V32 and MODEL1.
 
-One :class:`Head64Model` per configuration holds what differs (flashmla_head64.md §1, §4, §12):
-dims, scale format, KV record, RoPE swizzle, the shared-memory plan, the mbarrier table and the
-TMEM regions. Sources: ``deepseek-ai/FlashMLA`` ``csrc/sm100/decode/head64/config.h`` (constants,
-``SharedMemoryPlan``) and ``kernel.cuh`` (barrier init) [kernel]; MODEL1 offsets are computed from
+One :class:`Head64Model` per configuration holds what differs: dims, scale format, KV record, RoPE
+swizzle, the shared-memory plan, the mbarrier table and the TMEM regions. Sources: ``deepseek-ai/FlashMLA``
+``csrc/sm100/decode/head64/config.h`` at ``9241ae3`` (constants lines 33-55, ``SharedMemoryPlan`` lines
+159-194) and ``kernel.cuh`` (barrier init lines 43-62; MODEL1's QK, RoPE and scales at lines 553-572,
+624-628 and 712-716) [kernel]; MODEL1 offsets are computed from
 the struct with 16-byte array alignment and reproduce the compiled total 218,848 B [inferred].
 
 >>> V32.smem.total, MODEL1.smem.total, V32.qk_mmas, MODEL1.qk_mmas
@@ -31,11 +32,13 @@ from simtc.tmem.regions import TmemRegion
 
 __all__ = ["MODEL1", "MODELS", "NAMED_BARRIERS", "V32", "Head64Model", "model"]
 
-_SRC = "FlashMLA csrc/sm100/decode/head64/config.h SharedMemoryPlan (flashmla_head64.md §4)"
+_SRC = "FlashMLA 9241ae3 csrc/sm100/decode/head64/config.h L159-194 (SharedMemoryPlan)"
 
 NAMED_BARRIERS = {"wg0_sync": (1 + 8, 128), "wg0_warp02_sync": (2 + 8, 64), "wg0_warp13_sync": (3 + 8, 64),
                   "everyone_sync": (4 + 8, 384)}
-"""FlashMLA's named barriers: name -> (hardware id = value + 8, threads) (flashmla_head64.md §5.3) [kernel];
+"""FlashMLA's named barriers: name -> (hardware id = value + 8, threads) [kernel]: values ``config.h`` lines
+22-28, thread counts at their uses in ``kernel.cuh`` (lines 116, 161, 185); CUTLASS's ``NamedBarrier`` adds
+the 8 ids it reserves (``include/cutlass/arch/barrier.h`` lines 168-177 and 331 at ``147f567``).
 ``main_loop_sync`` (value 0) is unused. SASS ``BAR.SYNC 0x9, 0x80`` is ``wg0_sync`` [sass]."""
 
 
@@ -71,7 +74,7 @@ def _mbarriers(plan: SmemPlan) -> dict[str, tuple[int, int]]:
 
 @frozen
 class Head64Model:
-    """One configuration of the head64 kernel (flashmla_head64.md §1, §12)."""
+    """One configuration of the head64 kernel (``config.h`` lines 33-55, ``ModelType::V32`` / ``MODEL1``)."""
 
     name: str
     d_q: int
@@ -161,4 +164,4 @@ def model(name: str | Head64Model) -> Head64Model:
         return MODELS[str(name).lower()]
     except KeyError:
         raise SimtcError(f"unknown FlashMLA head64 model {name!r}; use v32 or model1",
-                         rule="head64 models (flashmla_head64.md §1)") from None
+                         rule="head64 models (FlashMLA config.h L33-55)") from None

@@ -1,9 +1,10 @@
 """FlashMLA head64 (V32) memory plans as data: the shared-memory plan with its unions, the mbarrier
 table, the TMEM column map, and the shared-memory tile layouts of Q and K.
 
-Shared-memory offsets are the V32 ``SharedMemoryPlan`` of ``csrc/sm100/decode/head64/config.h``
-as printed from the real struct (``flashmla_head64.md`` §4) [kernel]; sizes are derived from the
-constants (:mod:`simtc.kernels.flashmla.constants`) and :meth:`SmemPlan.check` verifies that the
+Shared-memory offsets are the V32 ``SharedMemoryPlan`` of FlashMLA ``csrc/sm100/decode/head64/config.h``
+lines 159-194 at ``9241ae3`` [kernel]: its members in order, CuTe's ``array_aligned`` 16-byte aligned
+(CUTLASS ``include/cute/container/array_aligned.hpp`` line 39 at ``147f567``, FlashMLA's submodule); sizes
+are derived from the constants (:mod:`simtc.kernels.flashmla.constants`) and :meth:`SmemPlan.check` verifies that the
 buffers tile the struct (every overlap is a declared union), that the total is the kernel's
 232,192 B and that it fits the 227 KiB a block may use.
 
@@ -46,7 +47,7 @@ __all__ = [
 ]
 
 _BF16, _FP8, _F32 = 2, 1, 4
-_SRC = "FlashMLA csrc/sm100/decode/head64/config.h SharedMemoryPlan (flashmla_head64.md §4)"
+_SRC = "FlashMLA 9241ae3 csrc/sm100/decode/head64/config.h L159-194 (SharedMemoryPlan)"
 
 
 @frozen
@@ -167,8 +168,9 @@ def _mbarriers() -> dict[str, tuple[int, int]]:
 
 
 MBARRIERS_V32: dict[str, tuple[int, int]] = _mbarriers()
-"""mbarrier name -> (shared-memory offset, expected arrivals), in the plan's order (flashmla_head64.md §5.1)
-[kernel]; the SASS polls 232,008 (rope_ready[0]) and commits to 232,136 (qk_done[0]) [sass]."""
+"""mbarrier name -> (shared-memory offset, expected arrivals), in the plan's order (``config.h`` lines 187-193;
+counts from ``kernel.cuh`` lines 43-62) [kernel]; the SASS polls 232,008 (rope_ready[0]) and commits to 232,136
+(qk_done[0]) [sass]."""
 
 TMEM_V32: tuple[TmemRegion, ...] = (
     TmemRegion("O", (0, 127), (O_COLUMN, Q_COLUMN - 1),
@@ -182,9 +184,10 @@ TMEM_V32: tuple[TmemRegion, ...] = (
                "QK result 64x128 fp32 in Layout E: P_lo in lanes 0-63, P_hi in lanes 64-127, token n at 400+n"),
     TmemRegion("free", (0, 127), (P_COLUMN + B_TOPK, TMEM_COLUMNS - 1), "48 unused columns"),
 )
-"""The V32 TMEM column map (flashmla_head64.md §3) [kernel]; budget 464 of 512 columns."""
+"""The V32 TMEM column map (``config.h`` lines 71-80; O's and P's halves as Layout E places them) [kernel];
+budget 464 of 512 columns."""
 
-# ---- tile layouts [kernel] config.h (flashmla_head64.md §4 "Layouts") ---------------------------------------
+# ---- tile layouts [kernel] config.h L82-157 ------------------------------------------------------------------
 NOPE_TILE = CanonicalLayout("bf16", "K", "SW128", B_H, 64)
 """One 64 x 64 K-major SW128 tile of Q NoPE (row = head) or K NoPE (row = token): 8 KiB."""
 ROPE_TILE = CanonicalLayout("bf16", "K", "SW64", B_H, 32)

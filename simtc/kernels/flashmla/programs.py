@@ -1,6 +1,7 @@
 """The FlashMLA head64 QK step as a :class:`simtc.isa.Program`, and its replay through the semantics layer.
 
-The QK step of one KV block (flashmla_head64.md §6.2, §7.1, §7.2):
+The QK step of one KV block (FlashMLA ``csrc/sm100/decode/head64/kernel.cuh`` lines 464-514 and 531-573 at
+``9241ae3``, with kerutils ``device/sm100/helpers.cuh`` lines 45-76 for the k loop) [kernel]:
 
 1. (once per request) 16 ``tcgen05.cp.128x256b`` put Q's NoPE dims into TMEM columns 256-383,
    reading a 128-row SW128 view of the ``q`` buffer (rows 64-127 are the next 8-KiB tile, i.e.
@@ -48,9 +49,9 @@ __all__ = ["MMA_WARP", "SOFTMAX_WARPS", "load_qk", "q_copies", "qk_loop", "qk_mm
            "replay_qk", "tmem_setup"]
 
 MMA_WARP = 4
-"""The MMA issuer: warp 4, one elected lane (flashmla_head64.md §2) [kernel]."""
+"""The MMA issuer: warp 4, one elected lane (``kernel.cuh`` line 431) [kernel]."""
 SOFTMAX_WARPS = (0, 1, 2, 3)
-"""Warpgroup 0: the softmax warps that read P back (flashmla_head64.md §2, §6.3) [kernel]."""
+"""Warpgroup 0: the softmax warps that read P back (``kernel.cuh`` lines 134 and 166-176) [kernel]."""
 _COLS_PER_K = INSTR_K // 2  # one k16 step of bf16 A: 8 TMEM columns (two values per cell)
 _VIEW_STEPS = 64 // INSTR_K  # k16 steps per 64-dim tile
 
@@ -68,7 +69,7 @@ def load_qk(q: np.ndarray, k: np.ndarray, *, buf: int = 1, smem: SharedMemory | 
 
 
 def q_copies() -> list[Cp]:
-    """The 16 + 2 ``tcgen05.cp.128x256b`` of Q (flashmla_head64.md §7.2)."""
+    """The 16 + 2 ``tcgen05.cp.128x256b`` of Q (``kernel.cuh`` lines 464-513)."""
     out = []
     q0, r0 = SMEM_V32["q"].offset, SMEM_V32["q_sw64"].offset
     pair = NOPE_VIEW.nbytes  # a 128-row view spans two 64-row tiles: 16 KiB
@@ -83,7 +84,7 @@ def q_copies() -> list[Cp]:
 
 
 def qk_mmas(buf: int = 1) -> list[Mma]:
-    """The 18 QK ``tcgen05.mma.ws`` of one block (flashmla_head64.md §7.1 rows 1-18)."""
+    """The 18 QK ``tcgen05.mma.ws`` of one block (``kernel.cuh`` lines 532-552: RoPE first, then NoPE)."""
     nope0, rope0 = SMEM_V32[f"dequant{buf}.nope"].offset, SMEM_V32[f"dequant{buf}.rope"].offset
     out = []
     for k in range(2):
@@ -115,11 +116,12 @@ def qk_program(buf: int = 1) -> Program:
                    description="FlashMLA head64 QK step: 18 tcgen05.cp of Q, 18 tcgen05.mma.ws (dual GEMM), "
                                "commit, tcgen05.ld of P",
                    meta=(("kernel", "FlashMLA SM100 sparse decode head64 V32"), ("buf", buf),
-                         ("source", "flashmla_head64.md §6.2, §7.1, §7.2")))
+                         ("source", "FlashMLA 9241ae3 csrc/sm100/decode/head64/kernel.cuh L464-573")))
 
 
 def tmem_setup() -> tuple[Alloc, RelinquishAllocPermit]:
-    """Warp 0's setup: allocate all 512 columns (address to ``tmem_start_addr``), give up the permit (§6.1)."""
+    """Warp 0's setup: allocate all 512 columns (address to ``tmem_start_addr``), give up the permit
+    (``kernel.cuh`` lines 63-65)."""
     return (Alloc(TMEM_COLUMNS, SMEM_V32["tmem_start_addr"].offset, label="TMEM: all 512 columns"),
             RelinquishAllocPermit())
 
@@ -142,7 +144,7 @@ def read_p(tm: TensorMemory) -> tuple[np.ndarray, np.ndarray]:
     """P_lo and P_hi (64 x 64 float32) as warps 0-3 read them with ``tcgen05.ld.32x32b.x64``.
 
     Warp w reads its quadrant (lanes 32w..32w+31) at column 400: warps 0, 1 get P_lo rows 0-63,
-    warps 2, 3 get P_hi rows 0-63 (flashmla_head64.md §9 does it in two x32 halves).
+    warps 2, 3 get P_hi rows 0-63 (the kernel does it in two x32 halves, ``kernel.cuh`` lines 166-174).
     """
     regs = [tm.ld((32 * w) << 16 | P_COLUMN, "32x32b", B_TOPK, warp=w) for w in SOFTMAX_WARPS]
     p = np.concatenate(regs).view(np.float32)  # (128 lanes, 64 tokens)

@@ -13,9 +13,11 @@ middle block get 2^3 larger scales so that the lazy O rescale (threshold 6.0) ac
 * O (bf16) and LSE against a float64 reference attention on the same dequantized inputs;
 * P bit-exact: what the softmax warps' ``tcgen05.ld`` returned equals ``tensor_core_mma`` of each
   lane half's 18 (16) K=16 steps in the kernel's order (RoPE first);
-* counts per block and role against §10; TMEM columns touched; hazards and deadlock.
+* counts per block and role against the kernel's (``kernel.cuh`` at ``9241ae3``; SASS code sites in
+  ``tests/data/flashmla_sm100_sass.json``); TMEM columns touched; hazards and deadlock.
 
-Throughput, as FlashMLA counts it (2 x 64 heads x 64 tokens x (D_QK + D_V) FLOPs per block, §10), for a
+Throughput, as FlashMLA counts it (2 x 64 heads x 64 tokens x (D_QK + D_V) FLOPs per block, ``tests/lib.py``
+line 392 at ``9241ae3``), for a
 B200 whose every SM runs a request like this one (``sm_count`` SMs, each with its share of HBM; the clock
 ``B200_CLOCK_GHZ``):
 
@@ -81,8 +83,8 @@ O_TOL, LSE_TOL = 4e-3, 1e-3
 
 
 def split_dims(m: Head64Model, half: int) -> np.ndarray:
-    """Q/K dims lane half ``half`` multiplies, in k order (§8): V32 RoPE 32|32 first, then the even/odd 64-dim
-    chunks; MODEL1 tiles {0, 2, 4, 6} / {1, 3, 5, 7} (7 = RoPE)."""
+    """Q/K dims lane half ``half`` multiplies, in k order (:mod:`simtc.kernels.flashmla.split`): V32 RoPE 32|32
+    first, then the even/odd 64-dim chunks; MODEL1 tiles {0, 2, 4, 6} / {1, 3, 5, 7} (7 = RoPE)."""
     from simtc.kernels.flashmla.split import split_dims as v32
 
     if m.v32:
@@ -212,8 +214,8 @@ def reference_p(inp: Head64Inputs) -> np.ndarray:
 
 
 def rescale_blocks(inp: Head64Inputs, p: np.ndarray | None = None) -> list[bool]:
-    """Which blocks take the lazy O rescale (§6.3 step 7, 10), from P as the kernel computes it (``p``: the
-    reference P, or None to compute it group by group without keeping it)."""
+    """Which blocks take the lazy O rescale (``kernel.cuh`` lines 231-246, 268-291), from P as the kernel computes
+    it (``p``: the reference P, or None to compute it group by group without keeping it)."""
     scale = inp.sm_scale_div_log2
     mi = np.full(B_H, np.float32(-1e30), np.float32)
     out = []

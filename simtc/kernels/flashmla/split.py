@@ -1,4 +1,11 @@
-"""FlashMLA's Q split (flashmla_head64.md §8): which head dims each TMEM lane half multiplies.
+"""FlashMLA's Q split: which head dims each TMEM lane half multiplies.
+
+Sources: FlashMLA ``csrc/sm100/decode/head64/kernel.cuh`` lines 464-513 (the Q copies through a 128-row
+view) and ``config.h`` lines 120-125 and 143-148 (K's ``DualGemm`` views), 196-198 (``TiledMMA_P``, N =
+2 * B_TOPK "for dual gemm") at ``9241ae3`` [kernel]; Layout E is CUTLASS's ``tmem_frg_ws`` 2x2 atom
+(``include/cute/atom/mma_traits_sm100_frag.hpp`` lines 554-559 at ``7107b05``); that each lane half reads
+A from its own 64 lanes is [inferred] (PTX does not say; FlashMLA's ``gemm.cuh`` line 59 notes that A
+"should be duplicated").
 
 The QK MMA is M=64 ``.ws`` (Layout E): lanes 0-63 hold Q's even 64-dim NoPE chunks and RoPE
 dims 512-543, lanes 64-127 the odd chunks and RoPE dims 544-575 (the ``tcgen05.cp`` of the
