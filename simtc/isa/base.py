@@ -215,12 +215,22 @@ class Instr:
             if key not in names:
                 raise IsaError(f"{cls.op}: unknown JSON field {key!r}", rule="record JSON fields")
             codec = names[key].metadata.get("codec")
-            kwargs[key] = _decode(value, codec) if codec else value
+            try:
+                kwargs[key] = _decode(value, codec) if codec else value
+            except SimtcError as e:
+                raise _in_field(e, key) from None
+            except (TypeError, ValueError, KeyError, AttributeError) as e:
+                raise IsaError(f"field {key!r}: {value!r} is not a {codec} value ({type(e).__name__}: {e})",
+                               rule="record JSON fields") from None
         missing = [a.name for a in attrs.fields(cls)
                    if a.default is attrs.NOTHING and a.name not in kwargs and a.name not in cls._json_extra]
         if missing:
             raise IsaError(f"{cls.op}: JSON lacks the field(s) {', '.join(missing)}", rule="record JSON fields")
-        return cls._from_kwargs(d, kwargs)
+        try:
+            return cls._from_kwargs(d, kwargs)
+        except SimtcError as e:
+            bad = _failing_field(cls, d, kwargs, e)
+            raise (_in_field(e, bad) if bad else e) from None
 
     @classmethod
     def _from_kwargs(cls, d: dict, kwargs: dict) -> Instr:
@@ -228,6 +238,46 @@ class Instr:
 
     def __str__(self) -> str:
         return self.ptx()
+
+
+def _in_field(e: SimtcError, key: str) -> SimtcError:
+    """``e`` again, its message prefixed with the JSON field it came from (same class, rule and ref)."""
+    try:
+        out = type(e)(f"field {key!r}: {e.message}", rule=e.rule, ref=e.ref)
+    except TypeError:  # pragma: no cover - a subclass with another signature
+        out = IsaError(f"field {key!r}: {e.message}", rule=e.rule, ref=e.ref)
+    return out
+
+
+def _failing_field(cls, d: dict, kwargs: dict, error: SimtcError) -> str | None:
+    """The first JSON field whose value the field's own converter (or, for ``idesc``, the descriptor decoder with
+    the record's kind) refuses, or whose string value ``error`` quotes; None when none does (a rule between fields
+    was broken)."""
+    for a in attrs.fields(cls):
+        if a.name not in kwargs:
+            continue
+        value = kwargs[a.name]
+        try:
+            if a.metadata.get("codec") == "idesc":
+                from simtc.isa.idesc import InstrDescriptor
+
+                if not isinstance(value, InstrDescriptor):
+                    value = InstrDescriptor.from_u32(value, d.get("kind"))
+            elif a.converter is not None:
+                value = a.converter(value)
+        except Exception:  # any refusal names this field
+            return a.name
+        if a.validator is not None:
+            try:
+                a.validator(None, a, value)
+            except SimtcError:  # this field's own rule
+                return a.name
+            except Exception:  # a validator that needs the whole record: not this field's alone
+                pass
+    for key, value in d.items():  # a rule checked after construction that quotes the value
+        if key not in ("op", "label") and isinstance(value, str) and repr(value) in str(error):
+            return key
+    return None
 
 
 def record_from_json(d: dict) -> Instr:

@@ -178,6 +178,8 @@ class InstrDescriptor:
         """Decode a 32-bit word; reserved bits and illegal fields raise :class:`DescriptorError`."""
         if isinstance(word, str):
             try:
+                if not word.isascii():  # int() would take Unicode digits such as '\uff10'
+                    raise ValueError(word)
                 word = int(word, 0)
             except ValueError:
                 raise DescriptorError(f"not an integer: {word!r}", rule="descriptor is a 32-bit word") from None

@@ -25,6 +25,7 @@ from typing import Any
 
 from attrs import Factory, field, frozen
 
+from simtc.errors import SimtcError
 from simtc.isa.base import Instr, IsaError, as_int, as_int_tuple, as_opt_int, fail, is_str, name_str, record_from_json
 from simtc.isa.mbarrier import MAX_COUNT
 from simtc.isa.sync import NAMED_BARRIERS
@@ -40,6 +41,22 @@ OPCODES = (
     "cuda_core",
 )
 """Every counting key a record can have (:attr:`Instr.opcode`), in a stable order."""
+
+
+_JSON_RULE = "Program JSON (simtc program NAME --json)"
+
+
+def _in_record(e: SimtcError, role: str, index: int, d: Any) -> SimtcError:
+    """``e`` again (same class, rule, ref), its message prefixed with where it is: role, record index, op, label."""
+    what = ""
+    if isinstance(d, dict):
+        what = f" ({d.get('op', '?')}" + (f" {d['label']!r}" if isinstance(d.get("label"), str) and d["label"]
+                                          else "") + ")"
+    msg = f"role {role!r} record {index}{what}: {e.message}"
+    try:
+        return type(e)(msg, rule=e.rule, ref=e.ref)
+    except TypeError:  # pragma: no cover - a subclass with another signature
+        return IsaError(msg, rule=e.rule, ref=e.ref)
 
 
 def _records(value) -> tuple[Instr, ...]:
@@ -81,8 +98,24 @@ class Role:
 
     @classmethod
     def from_json(cls, name: str, d: dict) -> Role:
+        """Inverse of :meth:`to_json`; a refused record names the role, its index, its op and the field."""
+        warps, records = d["warps"], d["records"]
+        if not isinstance(warps, list) or not isinstance(records, list):
+            raise IsaError(f"role {name!r}: \"warps\" and \"records\" are JSON lists, got "
+                           f"{type(warps).__name__} and {type(records).__name__}", rule=_JSON_RULE)
+        recs = []
+        for i, r in enumerate(records):
+            try:
+                recs.append(record_from_json(r))
+            except SimtcError as e:
+                raise _in_record(e, name, i, r) from None
+            except (KeyError, TypeError, ValueError, AttributeError) as e:
+                raise _in_record(IsaError(f"{type(e).__name__}: {e}", rule=_JSON_RULE), name, i, r) from None
         extra = {"threads": d["threads"]} if "threads" in d else {}
-        return cls(name, tuple(d["warps"]), tuple(record_from_json(r) for r in d["records"]), **extra)
+        try:
+            return cls(name, tuple(warps), tuple(recs), **extra)
+        except SimtcError as e:
+            raise type(e)(f"role {name!r}: {e.message}", rule=e.rule, ref=e.ref) from None
 
 
 @frozen
@@ -220,14 +253,33 @@ class Program:
         """Inverse of :meth:`to_json` (``"counts"`` is derived, so it is checked, not read)."""
         if not isinstance(d, dict) or not isinstance(d.get("name"), str) or not isinstance(d.get("roles"), dict):
             raise IsaError("a Program's JSON is an object with a \"name\" string and a \"roles\" object "
-                           "(role -> {warps, threads, records})", rule="Program JSON (simtc program NAME --json)")
+                           "(role -> {warps, threads, records})", rule=_JSON_RULE)
         for n, r in d["roles"].items():
             if not isinstance(r, dict) or not {"warps", "records"} <= r.keys():
                 raise IsaError(f"role {n!r}: JSON needs \"warps\" and \"records\"",
-                               rule="Program JSON (simtc program NAME --json)")
-        p = cls(d["name"], tuple(Role.from_json(n, r) for n, r in d["roles"].items()),
-                barriers=tuple(Barrier.from_json(b) for b in d.get("barriers", ())),
-                description=d.get("description", ""), meta=tuple(tuple(m) for m in d.get("meta", ())))
+                               rule=_JSON_RULE)
+        roles = tuple(Role.from_json(n, r) for n, r in d["roles"].items())
+        barriers = d.get("barriers", ())
+        if not isinstance(barriers, list | tuple):
+            raise IsaError(f"\"barriers\" is a JSON list, got {type(barriers).__name__}", rule=_JSON_RULE)
+        bars = []
+        for i, b in enumerate(barriers):
+            where = f"barrier {i}" + (f" ({b.get('name')!r})" if isinstance(b, dict) and "name" in b else "")
+            try:
+                if not isinstance(b, dict):
+                    raise IsaError(f"a barrier is a JSON object, got {b!r}", rule=_JSON_RULE)
+                bars.append(Barrier.from_json(b))
+            except SimtcError as e:
+                raise type(e)(f"{where}: {e.message}", rule=e.rule, ref=e.ref) from None
+            except KeyError as e:
+                raise IsaError(f"{where}: JSON lacks the field {e}", rule=_JSON_RULE) from None
+        meta = d.get("meta", ())
+        if not isinstance(meta, list | tuple) or not all(isinstance(m, list | tuple) and len(m) == 2 for m in meta):
+            raise IsaError(f"\"meta\" is a list of [name, value] pairs, got {meta!r}", rule=_JSON_RULE)
+        description = d.get("description", "")
+        if not isinstance(description, str):
+            raise IsaError(f"\"description\" is a string, got {description!r}", rule=_JSON_RULE)
+        p = cls(d["name"], roles, barriers=tuple(bars), description=description, meta=tuple(tuple(m) for m in meta))
         if "counts" in d and dict(d["counts"]) != p.counts():
             raise IsaError(f"program {p.name!r}: the JSON's counts {d['counts']} disagree with its records "
                            f"{p.counts()}", rule="counts are derived from the records")

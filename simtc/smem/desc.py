@@ -175,6 +175,8 @@ class SmemDescriptor:
         ref = _ref(arch)
         if isinstance(word, str):
             try:
+                if not word.isascii():  # int() would take Unicode digits such as '\uff10'
+                    raise ValueError(word)
                 word = int(word, 0)
             except ValueError:
                 raise DescriptorError(f"not an integer: {word!r}", rule="descriptor is a 64-bit word") from None
