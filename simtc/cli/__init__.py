@@ -55,7 +55,9 @@ def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``simtc`` console script; returns the exit status."""
     from simtc.errors import SimtcError
 
+    saved = os.environ.get("COLUMNS")
     try:
+        _settle_columns()
         parser = build_parser()
         args = parser.parse_args(argv)
         handler = getattr(args, "handler", None)
@@ -81,3 +83,25 @@ def main(argv: list[str] | None = None) -> int:
         _fail(f"internal error {type(e).__name__}: {e} [rule: none - this is a bug in simtc; please report "
               f"the command line (SIMTC_TRACEBACK=1 shows the traceback)]")
         return 1
+    finally:
+        if saved is None:
+            os.environ.pop("COLUMNS", None)
+        else:
+            os.environ["COLUMNS"] = saved
+
+
+def _settle_columns() -> None:
+    """Make every width reader (argparse, rich, ``shutil``) see a usable width while the command runs: ``COLUMNS``
+    clamped to 40-4096 (0, negative or not an integer: refused, exit 2); a terminal narrower than 40 columns is
+    treated as 40 wide. :func:`main` restores ``COLUMNS`` afterwards."""
+    from simtc.cli._common import MIN_TERM_WIDTH, columns_from_env
+
+    width = columns_from_env()
+    if width is None and sys.stdout.isatty():
+        try:
+            if os.get_terminal_size(sys.stdout.fileno()).columns < MIN_TERM_WIDTH:
+                width = MIN_TERM_WIDTH
+        except OSError:  # pragma: no cover - not a terminal after all
+            width = None
+    if width is not None:
+        os.environ["COLUMNS"] = str(width)

@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -40,6 +41,7 @@ __all__ = [
     "UsageError",
     "add_output_options",
     "check_writable",
+    "columns_from_env",
     "emit",
     "emit_json",
     "int_in",
@@ -47,6 +49,8 @@ __all__ = [
     "needs_subcommand",
     "output_path",
     "parse_int",
+    "svg_path",
+    "terminal_width",
     "write_svg",
 ]
 
@@ -79,7 +83,7 @@ class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
         text = action.help or ""
         if action.nargs == 0 or action.default is None or action.default is argparse.SUPPRESS:
             return text
-        if "%(default)" in text or "default:" in text:
+        if "%(default)" in text or re.search(r"\(default\b|\bdefault:", text):  # the help says it already
             return text
         if not action.option_strings:  # positionals are required: nothing to default to
             return text
@@ -118,8 +122,11 @@ def needs_subcommand(p: argparse.ArgumentParser) -> Callable[[argparse.Namespace
 # ---- type= validators ---------------------------------------------------------------------------------
 
 def parse_int(text: str) -> int:
-    """An integer written in decimal, or with a 0x / 0o / 0b prefix; ``ValueError`` otherwise."""
+    """An integer written in ASCII decimal, or with a 0x / 0o / 0b prefix; ``ValueError`` otherwise (also for
+    Unicode digits such as the full-width '\uff10', which ``int()`` would take)."""
     s = text.strip().replace("_", "")
+    if not s.isascii():
+        raise ValueError(f"not ASCII: {text!r}")
     try:
         return int(s, 10)
     except ValueError:
@@ -216,6 +223,28 @@ def output_path(text: str) -> str:
     return text
 
 
+_SVG_RULE = "--svg writes SVG: the file name ends in .svg"
+
+
+def svg_path(text: str) -> str:
+    """argparse ``type=`` for ``--svg FILE``: a writable file (:func:`check_writable`) whose name ends in ``.svg``
+    (any case); a raster or other name (``picture.png``) is refused rather than filled with SVG text."""
+    output_path(text)  # a directory, a missing folder ... first: that is what is wrong with the path
+    err = _svg_name_error(text)
+    if err is not None:
+        raise argparse.ArgumentTypeError(str(err))
+    return text
+
+
+def _svg_name_error(path: str | os.PathLike) -> OutputError | None:
+    p = Path(path)
+    if p.suffix.lower() == ".svg":
+        return None
+    what = f"a {p.suffix!r} file" if p.suffix else "a name without the .svg suffix"
+    return OutputError(f"cannot write SVG to {str(path)!r}: {what} (name it e.g. {p.stem or 'picture'}.svg)",
+                       rule=_SVG_RULE)
+
+
 _term_width = int_in(MIN_TERM_WIDTH, MAX_TERM_WIDTH,
                      f"a picture needs at least {MIN_TERM_WIDTH} terminal columns (at most {MAX_TERM_WIDTH})")
 
@@ -225,11 +254,50 @@ def add_output_options(p: argparse.ArgumentParser, *, svg: bool = True) -> None:
     p.add_argument("--json", action="store_true",
                    help="print only machine-readable JSON on stdout (with --svg the SVG is still written)")
     if svg:
-        p.add_argument("--svg", metavar="FILE", type=output_path,
-                       help="also write the picture as an SVG file (default: none)")
+        p.add_argument("--svg", metavar="FILE.svg", type=svg_path,
+                       help="also write the picture as an SVG file, its name ending in .svg (default: none)")
     p.add_argument("--term-width", type=_term_width, default=None, metavar="N",
                    help=f"picture width in terminal columns, {MIN_TERM_WIDTH}-{MAX_TERM_WIDTH} "
                         f"(default: the terminal's width; {SVG_WIDTH} for --svg)")
+
+
+_COLUMNS_RULE = (f"COLUMNS, like --term-width, is a terminal width in columns (narrower than {MIN_TERM_WIDTH} counts "
+                 f"as {MIN_TERM_WIDTH}, wider than {MAX_TERM_WIDTH} as {MAX_TERM_WIDTH})")
+
+
+def columns_from_env(environ=None) -> int | None:
+    """The terminal width the ``COLUMNS`` environment variable asks for, clamped to
+    ``MIN_TERM_WIDTH .. MAX_TERM_WIDTH``; None when it is unset or empty. Zero, a negative number or anything
+    else that is not an ASCII integer is refused (:class:`UsageError`): ``COLUMNS=0`` would print nothing.
+
+    >>> columns_from_env({"COLUMNS": "10"}), columns_from_env({"COLUMNS": "100"}), columns_from_env({})
+    (40, 100, None)
+    """
+    text = (os.environ if environ is None else environ).get("COLUMNS", "").strip()
+    if not text:
+        return None
+    try:
+        if not text.isascii():
+            raise ValueError(text)
+        n = int(text, 10)
+    except ValueError:
+        raise UsageError(f"COLUMNS={text!r} is not a number of columns: unset it, or set it to an integer such as "
+                         "80", rule=_COLUMNS_RULE) from None
+    if n <= 0:
+        raise UsageError(f"COLUMNS={n}: a terminal has at least one column; unset it, or set it to an integer such "
+                         "as 80", rule=_COLUMNS_RULE)
+    return min(max(n, MIN_TERM_WIDTH), MAX_TERM_WIDTH)
+
+
+def terminal_width(default: int = 100) -> int:
+    """The width text output folds to: ``COLUMNS`` (:func:`columns_from_env`), else the terminal's (``default``
+    when there is none), never below ``MIN_TERM_WIDTH``."""
+    import shutil
+
+    env = columns_from_env()
+    if env is not None:
+        return env
+    return min(max(shutil.get_terminal_size((default, 24)).columns, MIN_TERM_WIDTH), MAX_TERM_WIDTH)
 
 
 def emit_json(obj) -> None:
@@ -243,6 +311,9 @@ def write_svg(view, path: str | os.PathLike, *, width: int | None = None, title:
     from simtc.render.export import to_svg
 
     check_writable(path)
+    err = _svg_name_error(path)
+    if err is not None:
+        raise err
     try:
         to_svg(view, path, width=width or SVG_WIDTH, title=title)
     except OSError as e:

@@ -23,7 +23,7 @@ Exit status 0 when every check passes, 1 when one fails or a hazard or deadlock 
 
 from __future__ import annotations
 
-from simtc.cli._common import int_in, output_path
+from simtc.cli._common import int_in, output_path, svg_path
 
 __all__ = ["register", "run"]
 
@@ -54,7 +54,7 @@ def register(sub) -> None:
     p.add_argument("--step", type=int_in(1, 100000, "--step N: 1-100000 events"), nargs="?", const=40, default=None,
                    metavar="N", help="print the first N events (default 40) one step at a time with who waits on "
                                      "what, then a snapshot")
-    p.add_argument("--svg", type=output_path, metavar="FILE", default=None,
+    p.add_argument("--svg", type=svg_path, metavar="FILE.svg", default=None,
                    help="write the run's timeline as SVG to FILE (default: none)")
     p.add_argument("--inputs", metavar="FILE.npz", default=None,
                    help="replay every (batch, query) row of a FlashMLA inputs file (docs/flashmla_formats.md; "
@@ -143,6 +143,16 @@ def step_lines(engine, n: int) -> list[str]:
 def run(args) -> int:
     from simtc.cli._common import emit_json
 
+    if args.list_mutations and args.mutate is not None:
+        from simtc.cli._common import UsageError
+
+        raise UsageError(f"--list-mutations lists the catalogue and runs nothing; it takes no --mutate "
+                         f"{args.mutate!r}", rule="--list-mutations stands alone (see 'simtc replay --help')")
+    if args.json and args.step is not None:
+        from simtc.cli._common import UsageError
+
+        raise UsageError("--step prints the events as text; --json prints JSON only",
+                         rule="--json and --step do not combine (--json prints JSON only)")
     if args.list_mutations:
         return _list_mutations(args.json)
     if args.mutate is not None:

@@ -62,6 +62,11 @@ def run(args) -> int:
     from simtc.engine.core import Engine
     from simtc.render.timeline import TimelineView
 
+    if args.json and args.step:
+        from simtc.cli._common import UsageError
+
+        raise UsageError("--step prints the events as text; --json prints JSON only",
+                         rule="--json and --step do not combine (--json prints JSON only)")
     program = load_program(args.program)
     mode = "timing" if args.timing_only else "semantics"
     cta = _semantics_setup(program) if mode == "semantics" else None

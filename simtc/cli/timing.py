@@ -57,9 +57,10 @@ def register(sub) -> None:
                                  "a timing-only replay; for a Program (a name of 'simtc program --list' or a JSON "
                                  "file) its cycles.")
     v.add_argument("name", metavar="NAME", help="flashmla-head64, a Program name or a Program JSON file")
-    v.add_argument("--model", choices=("v32", "model1"), default="v32", help="flashmla-head64: kernel configuration")
-    v.add_argument("--blocks", type=int_in(3, 256, "a steady state needs 3 ... 256 blocks"), default=12,
-                   help="flashmla-head64: blocks of the request")
+    v.add_argument("--model", choices=("v32", "model1"), default=None,
+                   help="flashmla-head64: kernel configuration (default: v32, or the one the name fixes)")
+    v.add_argument("--blocks", type=int_in(3, 256, "a steady state needs 3 ... 256 blocks"), default=None,
+                   help="flashmla-head64: blocks of the request (default: 12)")
     v.add_argument("--arch", choices=("sm100", "sm90"), default="sm100",
                    help="whose parameter table (flashmla-head64 runs on sm100)")
     v.add_argument("--factors", type=_factors, default=(0.5, 2.0), metavar="F,F,...",
@@ -71,6 +72,10 @@ def register(sub) -> None:
     p.set_defaults(handler=needs_subcommand(p))
 
 
+_MAX_FACTOR = 1000.0
+"""Largest sensitivity factor (and 1/this the smallest): a parameter scaled further is no longer a timing."""
+
+
 def _factors(text: str) -> tuple[float, ...]:
     import argparse
 
@@ -80,6 +85,9 @@ def _factors(text: str) -> tuple[float, ...]:
         raise argparse.ArgumentTypeError(f"{text!r}: comma-separated numbers, e.g. 0.5,2") from None
     if not out or any(not f > 0 or f == 1 for f in out) or len(set(out)) != len(out):
         raise argparse.ArgumentTypeError(f"{text!r}: distinct positive factors other than 1, e.g. 0.5,2")
+    if any(not 1 / _MAX_FACTOR <= f <= _MAX_FACTOR for f in out):  # inf, 1e400, 1e-300: no parameter scales so
+        raise argparse.ArgumentTypeError(f"{text!r}: each factor within 1/{_MAX_FACTOR:g} ... {_MAX_FACTOR:g}, "
+                                         "e.g. 0.5,2")
     return out
 
 
@@ -148,18 +156,26 @@ def run_params_cmd(args) -> int:
 def _measure(args):
     """(measure: Timing -> float, what it measures, its baseline Timing)."""
     from simtc.engine.parameters import Timing
+    from simtc.errors import SimtcError
 
-    if args.name in ("flashmla-head64", f"flashmla-head64-{args.model}"):
+    fixed = {"flashmla-head64": None, "flashmla-head64-v32": "v32", "flashmla-head64-model1": "model1"}
+    if args.name in fixed:
         from simtc.kernels.flashmla.replay import steady_cycles_per_block
 
         if args.arch != "sm100":
-            from simtc.errors import SimtcError
-
             raise SimtcError("flashmla-head64 is an sm100 kernel: its sensitivity is taken on the sm100 table",
                              rule="flashmla-head64 runs on sm100")
-        return (lambda t: steady_cycles_per_block(args.model, args.blocks, t),
-                f"steady-state cycles per block, FlashMLA head64 {args.model.upper()}, {args.blocks} blocks",
+        name_model = fixed[args.name]
+        if name_model and args.model and args.model != name_model:
+            raise SimtcError(f"{args.name} is the {name_model} kernel; --model {args.model} contradicts it",
+                             rule="--model chooses flashmla-head64's configuration")
+        model_name, blocks = args.model or name_model or "v32", args.blocks or 12
+        return (lambda t: steady_cycles_per_block(model_name, blocks, t),
+                f"steady-state cycles per block, FlashMLA head64 {model_name.upper()}, {blocks} blocks",
                 Timing("sm100"))
+    if args.model is not None or args.blocks is not None:
+        raise SimtcError(f"--model and --blocks choose flashmla-head64's request; {args.name!r} is measured as it "
+                         "is (its cycles)", rule="timing sensitivity --model/--blocks apply to flashmla-head64 only")
     from simtc.cli.program import load
     from simtc.engine.core import Engine
 
