@@ -1,16 +1,28 @@
 """``simtc program``: list, show, export and load kernel Programs (:class:`simtc.isa.Program`).
 
-``simtc program --list`` names every registered program with its one-line description;
-``simtc program NAME`` (or ``FILE.json``, as written by ``--json``) shows it: a listing by
-default, ``--json`` its JSON (``Program.to_json``: name, description, roles with their records,
-barriers, counts by opcode; it loads back), ``--ptx`` its PTX listing.
+``simtc program --list`` names every registered program with its one-line description (folded to the
+terminal's width; ``--json`` a name -> description object, ``--svg FILE`` the list as a picture);
+``simtc program NAME`` (or ``FILE.json``, as written by ``--json``) shows it: a listing by default,
+``--json`` its JSON (``Program.to_json``: name, description, roles with their records, barriers, counts by
+opcode; it loads back), ``--ptx`` its PTX listing.
+
+Whole kernels take ``--model v32|model1`` and ``--blocks N``: ``simtc program flashmla-head64 --model model1
+--blocks 2`` is FlashMLA's SM100 head64 kernel for a 2-block request, as the replay builds it;
+``flashmla-head64-v32`` (the name a replay's timeline shows) and ``flashmla-sm90[-v32|-model1]`` likewise
+(:mod:`simtc.kernels.registry`).
 """
 
 from __future__ import annotations
 
-from simtc.cli._common import add_output_options, emit
+from simtc.cli._common import add_output_options, emit, int_in
+
+__all__ = ["list_lines", "load", "register", "run"]
 
 _RULE_SOURCE = "a program is a registered name (simtc program --list) or a JSON file written by --json"
+_MAX_BLOCKS = 64
+"""Most blocks ``simtc program`` lists (a listing of 64 blocks is about 38,000 lines and takes seconds; every further
+block repeats the steady-state one). The registry builds up to 4096, as ``simtc replay`` runs."""
+_PARAM_RULE = "--model and --blocks choose a whole kernel's configuration (flashmla-head64, flashmla-sm90 ...)"
 
 
 def register(sub) -> None:
@@ -18,14 +30,24 @@ def register(sub) -> None:
                        description="Show a kernel Program: its warp roles and their instruction records. NAME is a "
                                    "registered program (see --list) or a JSON file written by --json.")
     p.add_argument("program", nargs="?", metavar="NAME|FILE.json", help="a registered program name or a JSON file")
-    p.add_argument("--list", action="store_true", help="list the registered programs, one line each")
+    p.add_argument("--list", action="store_true", help="list the registered programs, one entry each")
     p.add_argument("--ptx", action="store_true", help="print the PTX listing instead of the picture")
+    p.add_argument("--model", choices=("v32", "model1"), default=None,
+                   help="whole kernels (flashmla-head64, flashmla-sm90): the KV-cache model (default: v32, or the "
+                        "one the name fixes)")
+    p.add_argument("--blocks", type=int_in(1, _MAX_BLOCKS, f"simtc program lists 1-{_MAX_BLOCKS} blocks (each further "
+                                                          "block repeats the steady-state one; simtc replay runs up "
+                                                          "to 4096)"),
+                   default=None, metavar="N",
+                   help="whole kernels: top-k blocks of 64 tokens in the request (default: 4 for flashmla-head64, "
+                        "2 for flashmla-sm90)")
     add_output_options(p)
     p.set_defaults(handler=run)
 
 
-def load(source: str):
-    """The Program ``source`` names: a registry name, or a ``.json`` file (``Program.to_json`` format)."""
+def load(source: str, *, model: str | None = None, blocks: int | None = None):
+    """The Program ``source`` names: a registry name (``model``/``blocks`` for the whole kernels that take them),
+    or a ``.json`` file (``Program.to_json`` format)."""
     import json
     from pathlib import Path
 
@@ -36,6 +58,9 @@ def load(source: str):
     if source.endswith(".json") or path.is_file():
         from simtc.isa.program import Program
 
+        if model is not None or blocks is not None:
+            raise SimtcError(f"{source}: a Program file is built already; --model and --blocks apply to registered "
+                             "whole kernels", rule=_PARAM_RULE)
         if not path.is_file():
             raise SimtcError(f"no such file: {source!r}", rule=_RULE_SOURCE)
         try:
@@ -44,12 +69,40 @@ def load(source: str):
             raise SimtcError(f"{source}: not readable JSON ({e})", rule=_RULE_SOURCE) from None
         try:
             return Program.from_json(data)
-        except SimtcError:
-            raise
+        except SimtcError as e:  # name the file too
+            e.message = f"{source}: {e.message}"
+            e.args = (e.message,)
+            raise e from None
         except (KeyError, TypeError, ValueError, AttributeError) as e:
             raise SimtcError(f"{source}: not a program's JSON ({type(e).__name__}: {e})",
                              rule="program JSON is Program.to_json's format") from None
-    return registry.build(source)
+    if (model is not None or blocks is not None) and not registry.parameters(source):
+        raise SimtcError(f"program {source!r} takes no --model or --blocks", rule=_PARAM_RULE)
+    if model is not None and "model" not in registry.parameters(source):
+        fixed = source.rsplit("-", 1)[-1]
+        if model != fixed:
+            raise SimtcError(f"program {source!r} is the {fixed} kernel; --model {model} contradicts it (use "
+                             f"{source.rsplit('-', 1)[0]} --model {model})", rule=_PARAM_RULE)
+        model = None
+    return registry.build(source, model=model, blocks=blocks)
+
+
+def list_lines(listing: dict[str, str], width: int) -> list[str]:
+    """``name  description`` lines folded to ``width`` columns: descriptions continue under themselves, or, when
+    the names leave too little room, start on the line below the name, indented."""
+    import textwrap
+
+    names = max(map(len, listing), default=0)
+    out = []
+    if width - names - 2 >= 30:
+        for name, desc in listing.items():
+            out += textwrap.wrap(desc, width, initial_indent=f"{name:<{names}}  ", subsequent_indent=" " * (names + 2),
+                                 break_on_hyphens=False) or [name]
+    else:
+        for name, desc in listing.items():
+            out.append(name)
+            out += textwrap.wrap(desc, width, initial_indent="    ", subsequent_indent="    ", break_on_hyphens=False)
+    return out
 
 
 def run(args) -> int:
@@ -57,25 +110,20 @@ def run(args) -> int:
     from simtc.kernels import registry
 
     if args.list:
-        if args.program or args.ptx:
-            raise UsageError("--list takes no program and no --ptx", rule="command-line usage")
-        if args.json:
-            from simtc.cli._common import emit_json
+        if args.program or args.ptx or args.model or args.blocks:
+            raise UsageError("--list takes no program, --ptx, --model or --blocks", rule="command-line usage")
+        from simtc.render.lines import LinesView
 
-            emit_json(registry.programs())
-            return 0
         listing = registry.programs()
-        width = max(map(len, listing))
-        for name, desc in listing.items():
-            print(f"{name:<{width}}  {desc}")
-        return 0
+        return emit(args, data=listing, view=LinesView(lambda width: list_lines(listing, width)),
+                    title="simtc program --list")
     if not args.program:
         raise UsageError("simtc program: give a program NAME or FILE.json, or --list", rule="command-line usage",
                          ref="see 'simtc program --help'")
     if args.ptx and (args.json or getattr(args, "svg", None)):
         raise UsageError("--ptx prints the PTX listing; it does not combine with --json or --svg",
                          rule="command-line usage")
-    prog = load(args.program)
+    prog = load(args.program, model=args.model, blocks=args.blocks)
     if args.ptx:
         print(prog.ptx())
         return 0

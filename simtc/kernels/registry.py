@@ -4,31 +4,82 @@ Built-in programs are listed here with their builder as ``"module:function"`` (i
 program is built, so listing stays cheap); catalogue modules (:mod:`simtc.kernels.hazards`) add
 theirs through :func:`register` when the registry is first read.
 
+Whole kernels take parameters (:data:`PARAMETERS`): ``flashmla-head64`` (``model``, ``blocks``) is FlashMLA's
+SM100 head64 kernel for one request, as the replay builds it
+(:func:`simtc.kernels.flashmla.head64.head64_program`); ``flashmla-head64-v32`` / ``-model1`` (the Program's own
+name, the one a timeline shows) fix the model. ``flashmla-sm90`` and ``flashmla-sm90-v32`` / ``-model1`` are the
+SM90 kernel's (:func:`simtc.kernels.flashmla.sm90.sm90_program`).
+
 >>> "flashmla-qk" in programs()
 True
 >>> build("flashmla-qk").counts()["tcgen05.mma.ws"]
 18
+>>> build("flashmla-head64", model="model1", blocks=2).name
+'flashmla-head64-model1'
 """
 
 from __future__ import annotations
 
+import difflib
 import importlib
 from collections.abc import Callable
 
 from simtc.errors import SimtcError
 
-__all__ = ["PROGRAMS", "build", "builder", "describe", "programs", "register"]
+__all__ = ["MAX_BLOCKS", "MODELS", "PARAMETERS", "PROGRAMS", "build", "builder", "describe", "parameters", "programs",
+           "register"]
+
+MODELS = ("v32", "model1")
+"""The FlashMLA KV-cache models a whole-kernel Program is built for."""
+MAX_BLOCKS = 4096
+"""Most top-k blocks a whole-kernel Program is built for (``simtc replay --blocks`` takes as many)."""
+
+
+def head64(model: str = "v32", blocks: int = 4):
+    """FlashMLA SM100 sparse decode head64, whole (six roles, 384 threads): one request of ``blocks`` top-k blocks;
+    no block takes the lazy O rescale (the replay derives those from its data)."""
+    from simtc.kernels.flashmla.head64 import head64_program
+
+    return head64_program(model, blocks)
+
+
+def sm90(model: str = "v32", blocks: int = 2):
+    """FlashMLA SM90 sparse FP8 decode h64, whole: one CTA serving one split of ``blocks`` top-k blocks."""
+    from simtc.kernels.flashmla.sm90 import sm90_program
+
+    return sm90_program(model, blocks)
+
+
+def _fixed(fn: Callable, model: str, blocks: int) -> Callable:
+    def build_it(blocks: int = blocks):
+        return fn(model, blocks)
+
+    build_it.__doc__ = fn.__doc__
+    return build_it
+
 
 PROGRAMS: dict[str, tuple[str, Callable | str]] = {
     "flashmla-qk": ("FlashMLA head64 QK step: 18 tcgen05.cp of Q, 18 tcgen05.mma.ws (dual GEMM), commit, ld of P",
                     "simtc.kernels.flashmla.programs:qk_program"),
-    "flashmla-sm90-v32": ("FlashMLA SM90 sparse FP8 decode h64, V32: one CTA, a split of 2 blocks (WG0 QK + softmax + "
-                          "PV, WG1 PV, WG2 gather + dequant); simulate with --arch sm90 --timing-only",
-                          "simtc.kernels.flashmla.sm90:program_v32"),
-    "flashmla-sm90-model1": ("FlashMLA SM90 sparse FP8 decode h64, MODEL1: one CTA, a split of 2 blocks; simulate "
-                             "with --arch sm90 --timing-only", "simtc.kernels.flashmla.sm90:program_model1"),
+    "flashmla-head64": ("FlashMLA SM100 head64 sparse decode, whole kernel (6 roles, 384 threads); --model v32|model1 "
+                        "(default v32), --blocks N (default 4)", head64),
+    "flashmla-head64-v32": ("flashmla-head64 with --model v32 (the name a replay's timeline shows); --blocks N "
+                            "(default 4)", _fixed(head64, "v32", 4)),
+    "flashmla-head64-model1": ("flashmla-head64 with --model model1; --blocks N (default 4)",
+                               _fixed(head64, "model1", 4)),
+    "flashmla-sm90": ("FlashMLA SM90 sparse FP8 decode h64, one CTA's split (WG0 QK + softmax + PV, WG1 PV, WG2 "
+                      "gather + dequant); --model v32|model1, --blocks N (default 2); simulate with --arch sm90 "
+                      "--timing-only", sm90),
+    "flashmla-sm90-v32": ("flashmla-sm90 with --model v32; --blocks N (default 2)", _fixed(sm90, "v32", 2)),
+    "flashmla-sm90-model1": ("flashmla-sm90 with --model model1; --blocks N (default 2)", _fixed(sm90, "model1", 2)),
 }
 """name -> (description, builder): a zero-argument callable, or ``"module:function"`` imported on use."""
+
+PARAMETERS: dict[str, tuple[str, ...]] = {
+    "flashmla-head64": ("model", "blocks"), "flashmla-head64-v32": ("blocks",), "flashmla-head64-model1": ("blocks",),
+    "flashmla-sm90": ("model", "blocks"), "flashmla-sm90-v32": ("blocks",), "flashmla-sm90-model1": ("blocks",),
+}
+"""The parameters (keyword arguments of the builder) each parametrised program takes; the others take none."""
 
 _CATALOGUES = ("simtc.kernels.hazards",)
 """Modules whose ``register_all(register)`` adds their programs."""
@@ -69,10 +120,12 @@ def programs() -> dict[str, str]:
 
 
 def builder(name: str) -> Callable:
-    """The builder of program ``name``."""
+    """The builder of program ``name``; an unknown name is refused with the closest known names."""
     _load_catalogues()
     if name not in PROGRAMS:
-        raise SimtcError(f"unknown program {name!r}; known: {', '.join(sorted(PROGRAMS))}",
+        close = difflib.get_close_matches(str(name), sorted(PROGRAMS), n=3, cutoff=0.6)
+        hint = f"did you mean {', '.join(close)}? " if close else ""
+        raise SimtcError(f"unknown program {name!r}; {hint}'simtc program --list' lists all {len(PROGRAMS)}",
                          rule="program names come from the registry (simtc program --list)")
     fn = PROGRAMS[name][1]
     if isinstance(fn, str):
@@ -87,6 +140,29 @@ def describe(name: str) -> str:
     return PROGRAMS[name][0]
 
 
-def build(name: str):
-    """Build the registered program ``name``."""
-    return builder(name)()
+def parameters(name: str) -> tuple[str, ...]:
+    """The parameters program ``name`` takes (``()`` for most)."""
+    builder(name)
+    return PARAMETERS.get(name, ())
+
+
+def build(name: str, **params):
+    """Build the registered program ``name``; ``params`` (``model``, ``blocks``) only where :data:`PARAMETERS`
+    lists them, each checked (``model`` one of :data:`MODELS`, ``blocks`` 1 ... :data:`MAX_BLOCKS`)."""
+    fn = builder(name)
+    given = {k: v for k, v in params.items() if v is not None}
+    takes = PARAMETERS.get(name, ())
+    extra = [k for k in given if k not in takes]
+    if extra:
+        what = f"takes only {', '.join(takes)}" if takes else "takes no parameters"
+        raise SimtcError(f"program {name!r} {what}, got {', '.join(extra)}",
+                         rule="only whole-kernel programs (flashmla-head64, flashmla-sm90 ...) take a model or "
+                              "blocks")
+    if "model" in given and given["model"] not in MODELS:
+        raise SimtcError(f"model {given['model']!r}; known: {', '.join(MODELS)}", rule="FlashMLA models")
+    if "blocks" in given:
+        b = given["blocks"]
+        if isinstance(b, bool) or not isinstance(b, int) or not 1 <= b <= MAX_BLOCKS:
+            raise SimtcError(f"blocks = {b!r}: an integer 1 ... {MAX_BLOCKS}",
+                             rule=f"a whole-kernel program covers 1 ... {MAX_BLOCKS} top-k blocks")
+    return fn(**given)

@@ -22,7 +22,8 @@ def run(capsys, monkeypatch):
     return go
 
 
-def test_list_names_each_program_on_one_line(run):
+def test_list_names_each_program_on_one_line(run, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "4000")  # wide enough for every description: one line each
     rc, out, _ = run("program", "--list")
     assert rc == 0
     from simtc.kernels.registry import programs
