@@ -39,10 +39,11 @@ from attrs import field, frozen
 
 from simtc.errors import HardwareUnavailable, SimtcError
 
-__all__ = ["BYTES_PER_TOKEN", "ENTRY_SOURCE", "NVCC_FLAGS", "SASS_NOTES", "SASS_ROWS", "SM90_SOURCES", "SM100_SOURCES",
-           "SUITE", "FlashMLABuild", "FlashMLACheckout", "FlashMLAComparison", "FlashMLARun", "build", "compare",
-           "find_checkout", "load_build", "load_recording", "program_static_counts", "replay_recording", "run_sm90",
-           "run_suite", "sass_counts", "sass_table", "save_recording", "sm90_num_sm_parts", "suite"]
+__all__ = ["BYTES_PER_TOKEN", "ENTRY_SOURCE", "NVCC_FLAGS", "RECORDED_SM100_SASS", "SASS_NOTES", "SASS_ROWS",
+           "SM90_SOURCES", "SM100_SOURCES", "SUITE", "FlashMLABuild", "FlashMLACheckout", "FlashMLAComparison",
+           "FlashMLARun", "build", "compare", "find_checkout", "load_build", "load_recording", "program_static_counts",
+           "recorded_sass_agreement", "replay_recording", "run_sm90", "run_suite", "sass_counts", "sass_table",
+           "save_recording", "sm90_num_sm_parts", "suite"]
 
 _RULE = "simtc builds FlashMLA from a FlashMLA checkout with its CUTLASS headers (--flashmla DIR)"
 _ENTRY = "simtc_flashmla_sm90_sparse_decode"
@@ -91,13 +92,30 @@ def _git(root: Path, *args: str) -> str | None:
     return proc.stdout.strip() if proc.returncode == 0 and proc.stdout.strip() else None
 
 
+def _own_git(root: Path, *args: str, tops: tuple[Path, ...] = ()) -> str | None:
+    """``git -C root ARGS`` only where ``root`` (or one of ``tops``) is the top level of its own git checkout: a folder
+    inside some other repository (a copy unpacked into a project, an ``include`` folder) has no commit of its own,
+    and the enclosing repository's would be wrong. None otherwise."""
+    top = _git(root, "rev-parse", "--show-toplevel")
+    if top is None:
+        return None
+    try:
+        mine = {p.resolve() for p in (root, *tops)}
+        if Path(top).resolve() not in mine:
+            return None
+    except OSError:  # pragma: no cover - a path that cannot be resolved
+        return None
+    return _git(root, *args)
+
+
 @frozen
 class FlashMLACheckout:
     """A FlashMLA source checkout and the CUTLASS headers it builds with."""
 
     root: Path
     commit: str
-    """``git rev-parse HEAD`` of the checkout, or ``"unknown (not a git checkout)"``."""
+    """``git rev-parse HEAD`` of the checkout, or ``"unknown (not a git checkout)"`` (also when the folder is inside
+    another repository without being a checkout's top level: that repository's commit is not FlashMLA's)."""
     cutlass_include: Path
     cutlass_commit: str
     """The submodule commit FlashMLA pins (``git ls-tree HEAD csrc/cutlass``), or where the headers came from."""
@@ -128,13 +146,13 @@ def find_checkout(path, cutlass=None) -> FlashMLACheckout:
     if not (inc / "cute" / "tensor.hpp").is_file() or not (inc / "cutlass" / "cutlass.h").is_file():
         raise SimtcError(f"no CUTLASS/CuTe headers at {inc} (run `git submodule update --init csrc/cutlass` in the "
                          "checkout, or give --cutlass DIR / $SIMTC_FLASHMLA_CUTLASS)", rule=_RULE)
-    commit = _git(root, "rev-parse", "HEAD") or "unknown (not a git checkout)"
-    pinned = _git(root, "ls-tree", "HEAD", "csrc/cutlass")
+    commit = _own_git(root, "rev-parse", "HEAD") or "unknown (not a git checkout)"
+    pinned = _own_git(root, "ls-tree", "HEAD", "csrc/cutlass")
     cut_commit = pinned.split()[2] if pinned and len(pinned.split()) >= 3 else "unknown"
     if cut:
-        cut_commit = f"headers from {inc} ({_git(inc, 'rev-parse', 'HEAD') or 'not a git checkout'}); " \
-                     f"FlashMLA pins {cut_commit}"
-    status = _git(root, "status", "--porcelain", "--untracked-files=no", "--ignore-submodules")
+        own = _own_git(inc, "rev-parse", "HEAD", tops=(inc.parent,))
+        cut_commit = f"headers from {inc} ({own or 'not a git checkout'}); FlashMLA pins {cut_commit}"
+    status = _own_git(root, "status", "--porcelain", "--untracked-files=no", "--ignore-submodules")
     return FlashMLACheckout(root.resolve(), commit, inc.resolve(), cut_commit, dirty=bool(status))
 
 
@@ -465,6 +483,30 @@ SASS_NOTES = {
 }
 """Why the SASS code-site count differs from the Program's static count, row by row (FlashMLA
 ``csrc/sm100/decode/head64/kernel.cuh``)."""
+
+
+RECORDED_SM100_SASS = {
+    "flashmla_commit": "9241ae3ef9bac614dd25e45e507e089f888280e0", "nvcc": "nvcc 13.0 (V13.0.88)", "arch": "sm_100a",
+    "v32": {"UTCHMMA.WS": 26, "UTCCP.T.S": 18, "UTCBAR": 3, "UTMALDG.2D.GATHER4": 48, "UTMALDG.4D+5D": 9,
+            "UTMASTG.4D": 8, "UBLKCP.G.S": 16, "LDTM.x32": 4, "LDTM.x64": 12, "STTM.x64": 4, "FENCE.VIEW.ASYNC.T": 4,
+            "MUFU.EX2": 34},
+    "model1": {"UTCHMMA.WS": 24, "UTCCP.T.S": 16, "UTCBAR": 3, "UTMALDG.2D.GATHER4": 32, "UTMALDG.4D+5D": 8,
+               "UTMASTG.4D": 8, "UBLKCP.G.S": 16, "LDTM.x32": 4, "LDTM.x64": 12, "STTM.x64": 4,
+               "FENCE.VIEW.ASYNC.T": 4, "MUFU.EX2": 34},
+}
+"""The head64 cubins' code-site counts of :data:`SASS_ROWS` as recorded from a real build (FlashMLA at the commit
+named, nvcc, ``-arch``): ``tests/data/flashmla_sm100_sass.json`` (a test checks that this copy equals it), kept
+here so that ``simtc tour`` needs neither the build nor the tests folder."""
+
+
+def recorded_sass_agreement(model_name: str) -> list[dict]:
+    """Rows ``{instruction, recorded, program, difference, explained}``: the recorded build's code sites
+    (:data:`RECORDED_SM100_SASS`) against the replay Program's static counts (:func:`program_static_counts`),
+    recomputed now; ``explained`` says whether a difference has its reason in :data:`SASS_NOTES`."""
+    prog = program_static_counts(model_name)["static"]
+    rec = RECORDED_SM100_SASS[model_name]
+    return [{"instruction": k, "recorded": rec[k], "program": prog[k], "difference": rec[k] - prog[k],
+             "explained": rec[k] == prog[k] or k in SASS_NOTES} for k in SASS_ROWS]
 
 
 def _program_classes(program) -> dict[str, int]:

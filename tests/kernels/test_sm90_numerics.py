@@ -102,12 +102,16 @@ def test_the_split_kv_schedule_is_visible(name, recording, replays):
 
 
 def test_topk_length_row_is_the_sm90_kernels_own(replays):
-    """``model1-topk-length`` row 0: the SM100 replay was 2.08e-3 from FlashMLA's SM90 output (recorded meta), the
-    SM90 replay is 30x closer."""
+    """``model1-topk-length`` row 0: the SM100 head64 replay is 2.08e-3 from FlashMLA's SM90 output (recorded meta)
+    while every other set agrees to 1.1e-4; the SM90 replay, which rounds P to bf16 where and as the SM90 kernel
+    does, matches FlashMLA there to 5.8e-5. So the 2.1e-3 is the two kernels' different bf16 roundings of P, not an
+    error of either replay."""
     meta, _ = fm.load_recording(DATA)
-    sm100 = {r["name"]: r["o_rel"] for r in meta["rows"]}["model1-topk-length"]
+    sm100 = {r["name"]: r["o_rel"] for r in meta["rows"]}
+    assert sm100["model1-topk-length"] > 1e-3
+    assert max(v for k, v in sm100.items() if k != "model1-topk-length") < 1.2e-4
     c, _ = replays("model1-topk-length")
-    assert sm100 > 1e-3 and c.o_rel < sm100 / 30
+    assert c.o_rel < 1e-4 and c.o_rel < sm100["model1-topk-length"] / 30
 
 
 def test_the_replay_runs_the_programs_wgmma_records():

@@ -58,8 +58,8 @@ from simtc.kernels.flashmla.plan import NOPE_TILE, ROPE_TILE
 from simtc.kernels.flashmla.replay import hbm_bound, make_inputs, reference_p, replay, rescale_blocks
 from simtc.smem.memory import SMEM_CAPACITY
 
-__all__ = ["VARIANTS", "Variant", "compare", "exchange_cost", "exchange_parameters", "exchange_records", "hbm_bound",
-           "smem_bytes_per_mma"]
+__all__ = ["DUP_Q_REGIONS", "VARIANTS", "Variant", "compare", "dup_q_allocation", "dup_q_regions", "exchange_cost",
+           "exchange_parameters", "exchange_records", "hbm_bound", "smem_bytes_per_mma"]
 
 SMEM_LIMIT = SMEM_CAPACITY["sm100"]
 """227 KiB a block may use on sm_100 (FlashMLA asserts ``sizeof(SharedMemoryPlan) < 227*1024``, ``kernel.cuh``
@@ -359,20 +359,58 @@ def _refusal(fn) -> str:
         fn()
     except SimtcError as e:
         return str(e)
-    return "accepted"  # pragma: no cover - the refusals are facts of the plan
+    return "accepted"
+
+
+DUP_Q_REGIONS = ("O", "Q (both lane halves)", "P")
+"""The duplicated-Q variant's TMEM regions, in the order :func:`dup_q_allocation` allocates them."""
+
+
+def dup_q_regions(m: Head64Model | str = "v32") -> tuple[tuple[str, int], ...]:
+    """(region, TMEM columns) of the duplicated-Q variant: O 256 (512 fp32 per lane over the two lane halves), Q
+    with both lane halves holding all ``d_q`` bf16 dims (``d_q / 2`` columns), P ``B_TOPK / 2`` (N = 64 per half)."""
+    m = model(m)
+    return tuple(zip(DUP_Q_REGIONS, (256, m.d_q // 2, B_TOPK // 2), strict=True))
+
+
+def dup_q_allocation(m: Head64Model | str = "v32") -> tuple[list[tuple[str, int, int | None]], str | None]:
+    """The duplicated-Q variant's TMEM regions (:func:`dup_q_regions`) run through the allocator
+    (:class:`simtc.tmem.memory.TensorMemory`): each is allocated as power-of-two ``tcgen05.alloc`` chunks, largest
+    first (sizes never increase, as PTX asks). Returns the chunks ``(region, columns, first column or None where
+    refused)`` up to the first refusal, and the allocator's refusal (``None`` if everything fitted)."""
+    from simtc.tmem.memory import TensorMemory
+
+    tm = TensorMemory()
+    out: list[tuple[str, int, int | None]] = []
+    for region, cols in dup_q_regions(m):
+        while cols > 0:
+            chunk = max(32, 1 << (cols.bit_length() - 1))
+            try:
+                addr = tm.alloc(chunk)
+            except SimtcError as e:
+                out.append((region, chunk, None))
+                return out, str(e)
+            out.append((region, chunk, addr.column))
+            cols -= chunk
+    return out, None
 
 
 def _dup_q_refusals(m: Head64Model) -> tuple[int, str]:
     from simtc.kernels.flashmla.plan import NOPE_VIEW
-    from simtc.tmem.memory import TensorMemory
 
-    need = 256 + m.d_q // 2 + B_TOPK // 2  # O + Q twice (d_q bf16 per lane, 2 per column) + P (32 columns)
-    alloc = _refusal(lambda: TensorMemory().alloc(1 << (need - 1).bit_length()))
+    regions = dup_q_regions(m)
+    chunks, refusal = dup_q_allocation(m)
+    need = sum(n for _, n in regions)
+    placed = ", ".join(f"{r} {n} at {c}-{c + n - 1}" for r, n, c in chunks if c is not None)
+    refused = next(((r, n) for r, n, c in chunks if c is None), None)
+    alloc = f"{placed}; then {refused[0]} {refused[1]} is refused: {refusal}" if refused else f"{placed}: all fit"
+    why = (f"needs {' + '.join(f'{r} {n}' for r, n in regions)} = {need} > 512 columns. The TMEM allocator, region "
+           f"by region: {alloc}.")
     last = 256 + m.d_q // 2 - 8  # the last duplicated Q copy (8 columns) starts here
     cp = _refusal(lambda: Cp(last, NOPE_VIEW.descriptor(start=0, k_slice=0)))
-    return need, (f"needs O 256 + Q {m.d_q // 2} (both lane halves) + P {B_TOPK // 2} = {need} > 512 columns. "
-                  f"Allocator: {alloc}. With all 512 allocated, the last Q copy (columns {last}-{last + 7}) is "
-                  f"refused: {cp}")
+    if cp != "accepted":
+        why += f" With all 512 allocated at once, the last Q copy (columns {last}-{last + 7}) is refused: {cp}"
+    return need, why
 
 
 def _f_slab_refusal(m: Head64Model) -> tuple[int, str]:
