@@ -79,15 +79,15 @@ def cuda_core(eng, w, op, i, now):
             eng.issued(w, i, op, t0)
             if eng.mode == "semantics":
                 eng.execute(op.rec, w)
-            for nbytes, rows, lines in cost.loads:
+            for nbytes, rows, lines, wavefronts in cost.loads:
                 # out through the L1's miss path (per line), to L2/HBM, back through the L1 data pipe (the SM's
-                # port: about one wavefront per row, at least one per 128 bytes)
+                # port: the load's wavefronts, simtc.engine.l1.load_wavefronts)
                 sent = eng.l1.book(t0, lines)
                 back = eng.memory.request(sent, nbytes, rows, ldg=True)
-                done = port.transfer(back, max(port.cycles(nbytes), rows), "ldst", w.idx)
+                done = port.transfer(back, wavefronts, "ldst", w.idx)
                 if done > mem_done:
                     mem_done = done
-            for nbytes, rows, _ in cost.stores:
+            for nbytes, rows, _, _ in cost.stores:
                 eng.memory.request(t0, nbytes, rows, write=True, ldg=True)
         wf = cost.wavefronts * (s + 1) // n - cost.wavefronts * s // n
         if wf:

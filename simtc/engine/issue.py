@@ -43,7 +43,7 @@ import re
 from attrs import frozen
 
 from simtc.engine.calendar import InOrder
-from simtc.engine.l1 import load_lines
+from simtc.engine.l1 import load_lines, load_wavefronts
 
 __all__ = ["PIPES", "BlockCost", "SubPartition", "block_cost", "block_parameters", "class_pipe", "memory_access"]
 
@@ -127,9 +127,9 @@ class BlockCost:
     """Cycles each pipe is held (pipes the block uses)."""
     wavefronts: int
     """Shared-memory port cycles of its LDS/STS."""
-    loads: tuple[tuple[int, int, float], ...]
-    """Global loads: ``(bytes, rows, 128-byte lines)`` per warp-instruction."""
-    stores: tuple[tuple[int, int, float], ...]
+    loads: tuple[tuple[int, int, float, int], ...]
+    """Global loads: ``(bytes, rows, 128-byte lines, L1 data-pipe wavefronts)`` per warp-instruction."""
+    stores: tuple[tuple[int, int, float, int], ...]
     chain: int
     """Latency of the declared dependent chain, less its global loads (cycles)."""
     chain_loads: bool
@@ -169,6 +169,7 @@ def _block_cost(rec, timing) -> BlockCost:
     wavefronts = 0
     loads, stores = [], []
     rows = rec.gmem_rows or (32 if rec.gmem == "scattered" else 1)
+    l1 = timing.enabled("l1")
     for cls, count in rec.counts:
         n_instr += count
         mem = memory_access(cls)
@@ -178,8 +179,11 @@ def _block_cost(rec, timing) -> BlockCost:
                 wavefronts += count * max(1, math.ceil(32 * width / timing["smem_port_bytes_per_cycle"]))
             else:
                 nbytes = 32 * width
+                wf = (load_wavefronts(width, rows, rec.gmem_pitch, rec.gmem_lanes, timing["l1_wavefronts_per_row"],
+                                      timing["l1_wavefronts_per_conflict"]) if l1 else nbytes / 128)
+                port = max(1, round(wf * 128 / timing["smem_port_bytes_per_cycle"]))  # a wavefront: 128 B of port
                 (loads if is_load else stores).extend(
-                    [(nbytes, rows, load_lines(nbytes, rows, rec.gmem_pitch))] * count)
+                    [(nbytes, rows, load_lines(nbytes, rows, rec.gmem_pitch), port)] * count)
             continue
         pipe, ops = class_pipe(cls)
         per_instr = 32 * ops * sps / timing[_LANES[pipe]] if rates else 1

@@ -74,7 +74,7 @@ class MemorySystem:
         """Issue a request at cycle ``t``; returns the cycle its last byte arrives (a write: leaves the SM).
         ``ldg``: a warp's global load or store (LDG/STG), whose bytes cross the link at the SM's share of what
         LDG traffic reaches chip-wide (``ldg_hbm_bytes_per_cycle``), not the bulk-copy share."""
-        if tensor and tensor in self.l2_resident:
+        if tensor in self.l2_resident:  # "" (untagged requests: a warp's own loads) when the caller says so
             self.l2_bytes += self.sectors_bytes(nbytes, rows)
             own = nbytes / self.l2_rate
             if not self.enabled:

@@ -48,8 +48,9 @@ MECHANISMS = {
     "copy_engine": "TMA loads, stores and bulk copies through the SM's copy engine (simtc.engine.copy_engine)",
     "memory": "L2 and HBM: per-SM share of the chip's bandwidth, latency that grows with the bytes queued "
               "(simtc.engine.memory); off: every request takes the unloaded latency, no bandwidth limit",
-    "l1": "a warp's global loads leave the SM through the L1's miss path at a cost per 128-byte line they touch "
-          "(simtc.engine.l1); off: no cost there",
+    "l1": "a warp's global loads leave the SM through the L1's miss path at a cost per 128-byte line they touch, "
+          "and their data comes back through the L1 data pipe in wavefronts set by their rows' bank conflicts "
+          "(simtc.engine.l1); off: no miss-path cost, one wavefront per 128 bytes",
     "pipe_rates": "CUDA-core instruction classes at their own pipe rates per sub-partition "
                   "(simtc.engine.issue); off: every class at one warp-instruction per cycle",
     "latency": "dependent-instruction latency: a CUDA-core block's dependent chain, registers ready after "
@@ -158,6 +159,12 @@ _L1_PROBE_TEXT = ("one CTA of 32 warps issuing scattered 128-bit loads from an L
                   "128, 8 of 64 in one line and straddling two, 32 of 16, 8 at FlashMLA's V32 and MODEL1 pitches): "
                   "the median cycles per line, 1.78 (residuals -8% to +17%); with the L1 free (no shared memory) it "
                   "is 1.01 per line, a case the engine does not model")
+_L1_WAVE_TEXT = ("Nsight Compute's L1 data-pipe wavefronts per 128-bit load of FlashMLA's SM90 producer pattern "
+                 "(8 rows, lane l on row l % 8) with rows 512 to 1,024 B apart: 32.3 / 25.1 / 21.5 / 19.3 when rows "
+                 "start on every 128 / 64 / 32 / 16 B of a line; least squares over the 11 pitches of 4 x (a x 8 rows "
+                 "+ b x the expected rows on the busiest bank) gives a = 0.407, b = 0.601 (residuals under 1%); the "
+                 "same two numbers give the probe's other lane order within 1% (1 to 32 rows on a line start) and "
+                 "-22% (V32 pitch)")
 _H200 = ("tests/data/h200_calibration.json (simtc calibrate on an NVIDIA H200, 1,980 MHz, 2026-12-01; "
          "simtc.engine.calibration.H200)")
 
@@ -317,6 +324,10 @@ _SM100 = _table(
     # -- barriers ------------------------------------------------------------------------------------
     ("l1_line_cycles", 1.78, "cycles per 128-B line", "assumed",
      f"measured on the H200 (sm90), assumed equal on sm100: {_L1_PROBE_TEXT} ({_H200_L1})", ("L1 miss path",)),
+    ("l1_wavefronts_per_row", 0.407, "wavefronts per row and quarter-warp", "assumed",
+     f"measured on the H200 (sm90), assumed equal on sm100: {_L1_WAVE_TEXT} ({_H200_L1})", ("shared-memory port",)),
+    ("l1_wavefronts_per_conflict", 0.601, "wavefronts per row on the busiest bank", "assumed",
+     f"measured on the H200 (sm90), assumed equal on sm100: {_L1_WAVE_TEXT} ({_H200_L1})", ("shared-memory port",)),
     ("mbarrier_arrive", 29, "cycles", "assumed",
      f"mbarrier arrive (arrive_tx shared write) lands this long after issue ({_FGS_B200})", ("mbarrier",)),
     ("named_barrier_arrive", 18, "cycles", "assumed",
@@ -371,6 +382,10 @@ _SM90 = _table(
      f"2,956 GB/s / 1,980 MHz ({_H200}); bulk copies of the same rows reach 3,823 GB/s", ("memory system",)),
     ("l1_line_cycles", 1.78, "cycles per 128-B line", "measured",
      f"{_L1_PROBE_TEXT} ({_H200_L1})", ("L1 miss path",)),
+    ("l1_wavefronts_per_row", 0.407, "wavefronts per row and quarter-warp", "measured",
+     f"{_L1_WAVE_TEXT} ({_H200_L1})", ("shared-memory port",)),
+    ("l1_wavefronts_per_conflict", 0.601, "wavefronts per row on the busiest bank", "measured",
+     f"{_L1_WAVE_TEXT} ({_H200_L1})", ("shared-memory port",)),
     ("mbarrier_arrive", 29, "cycles", "assumed", f"mbarrier arrive ({_FGS_H100})", ("mbarrier",)),
     ("named_barrier_arrive", 2, "cycles", "assumed", f"named CTA barrier issue interval ({_FGS_H100})",
      ("named barrier",)),

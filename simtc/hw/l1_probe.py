@@ -76,6 +76,56 @@ NAME(const unsigned char* __restrict__ pool, u32 rows_mask, u32 pitch, u32 lpr_l
 SIMTC_PROBE(simtc_l1_probe_nc, "ld.global.nc.L1::evict_last.L2::256B.v4.s32")
 SIMTC_PROBE(simtc_l1_probe_plain, "ld.global.v4.s32")
 
+// FlashMLA's SM90 producer pattern, one warpgroup (one CTA): per block of 64 random tokens each thread loads 7
+// 64-byte chunks of 2 token rows (lane l: row 8 warp + l % 8 and that + 32, 16-byte slice l / 8 of each chunk:
+// splitkv_mla.cuh L459-460, L583-584 at 9241ae3), so a quarter-warp reads one slice of 8 rows. Rows start at
+// multiples of `pitch` (MODEL1 pages with `m1`: page t / 64 at 37,440 t / 64, record t % 64 at 576 (t % 64)).
+// lat[b] = cycles from the block's first load to its closing barrier (thread 0, clock64).
+extern "C" __global__ void __launch_bounds__(128, 1)
+simtc_l1_probe_rows(const unsigned char* __restrict__ pool, u32 n_tok, u32 pitch, u32 m1, u32 blocks, u32 seed,
+                    u64* __restrict__ lat, u32* __restrict__ sink)
+{
+    __shared__ u32 fold[4];
+    const u32 t = threadIdx.x, lane = t & 31u;
+    u32 acc = 0;
+    for (u32 blk = 0; blk < blocks + 2; ++blk) {
+        u64 rec[2];
+#pragma unroll
+        for (int k = 0; k < 2; ++k) {
+            u32 h = seed ^ ((blk * 64u + (t >> 5) * 8u + (lane & 7u) + 32u * k) * 0x9E3779B9u);
+            h ^= h >> 16; h *= 0x7feb352du; h ^= h >> 15; h *= 0x846ca68bu; h ^= h >> 16;
+            const u32 tok = __umulhi(h, n_tok);
+            rec[k] = m1 ? (u64)(tok >> 6) * 37440u + (u64)(tok & 63u) * 576u : (u64)tok * pitch;
+            asm volatile("" : "+l"(rec[k]));
+        }
+        asm volatile("bar.sync 1, 128;" ::: "memory");
+        u64 t0;
+        asm volatile("mov.u64 %0, %%clock64;" : "=l"(t0) :: "memory");
+        const u32 part = (lane >> 3) * 16u + (u32)(t0 >> 63);
+        const unsigned char* p0 = pool + rec[0] + part;
+        const unsigned char* p1 = pool + rec[1] + part;
+#pragma unroll
+        for (int i = 0; i < 7; ++i) {
+            u32 w0, w1, w2, w3;
+            asm volatile("ld.global.nc.L1::evict_last.L2::256B.v4.s32 {%0, %1, %2, %3}, [%4];"
+                         : "=r"(w0), "=r"(w1), "=r"(w2), "=r"(w3) : "l"(p0 + 64 * i));
+            acc ^= w0 ^ w1 ^ w2 ^ w3;
+            asm volatile("ld.global.nc.L1::evict_last.L2::256B.v4.s32 {%0, %1, %2, %3}, [%4];"
+                         : "=r"(w0), "=r"(w1), "=r"(w2), "=r"(w3) : "l"(p1 + 64 * i));
+            acc ^= w0 ^ w1 ^ w2 ^ w3;
+        }
+        asm volatile("st.volatile.shared.u32 [%0], %1;" :: "r"((u32)__cvta_generic_to_shared(fold)), "r"(acc)
+                     : "memory");
+        asm volatile("bar.sync 1, 128;" ::: "memory");
+        if (t == 0 && blk >= 2) {
+            u64 t1;
+            asm volatile("mov.u64 %0, %%clock64;" : "=l"(t1) :: "memory");
+            lat[blk - 2] = t1 - t0;
+        }
+    }
+    sink[t] = acc;
+}
+
 // mbarrier.arrive issued back to back by one thread of each of the CTA's warps (a barrier per warp, count
 // 2^20 - 1 so no phase completes): cycles per arrive of one warp, span / n.
 extern "C" __global__ void __launch_bounds__(1024, 1)
@@ -133,10 +183,57 @@ EXPECTED_SASS = {
     "simtc_l1_probe_nc": ("LDG.E.EL.LTC256B.128.CONSTANT", 8),
     "simtc_l1_probe_plain": ("LDG.E.128", 8),
     "simtc_l1_probe_mbar_arrive": ("SYNCS.ARRIVE.TRANS64.A1T0", 1),
+    "simtc_l1_probe_rows": ("LDG.E.EL.LTC256B.128.CONSTANT", 14),
 }
 """Each kernel's SASS holds the instruction it measures: the loop's 8 loads (FlashMLA's NoPE load,
 ``splitkv_mla.cuh`` L583-584 at ``9241ae3``, or a plain one) and the mbarrier arrive (at least one; the loop
 is unrolled)."""
+
+
+@frozen
+class RowsConfig:
+    """FlashMLA's producer pattern (:data:`SOURCE`'s ``simtc_l1_probe_rows``) with rows ``pitch`` bytes apart
+    (``m1``: MODEL1's pages instead), and ``smem_kib`` of shared memory held."""
+
+    pitch: int
+    m1: bool = False
+    smem_kib: int = 0
+
+    @property
+    def name(self) -> str:
+        return f"rows-{'m1' if self.m1 else f'p{self.pitch}'}" + (f"-s{self.smem_kib}" if self.smem_kib else "")
+
+
+ROWS_CONFIGS: tuple[RowsConfig, ...] = (
+    *(RowsConfig(p) for p in (512, 576, 592, 608, 624, 640, 656, 672, 704, 768, 1024)),
+    RowsConfig(576, True), RowsConfig(656, False, 200), RowsConfig(576, True, 200), RowsConfig(512, False, 200),
+)
+"""Row pitches whose starts fall on every 16 / 32 / 64 / 128 bytes of a line (V32's 656 and MODEL1's 576 among
+them), MODEL1's page layout, and three of them with the kernel's small L1."""
+ROWS_BLOCKS = 256
+
+
+def ncu_rows_wavefronts(path) -> dict[str, float]:
+    """L1 data-pipe wavefronts per global-load instruction of each :data:`ROWS_CONFIGS` entry, from the session's
+    ``ncu --csv --page raw`` profile of ``python -m simtc.hw.l1_probe --repeats 1`` (two launches a configuration,
+    the second one read; ``tests/data/ncu/h200_l1_probe.csv``)."""
+    import csv
+    from pathlib import Path
+
+    lines = [ln for ln in Path(path).read_text().splitlines() if ln.startswith('"')]
+    table = list(csv.reader(lines))
+    head, body = table[0], table[2:]
+    kernel = head.index("Kernel Name")
+    launches = [r for r in body if r[kernel].startswith("simtc_l1_probe_rows")]
+    if len(launches) != 2 * len(ROWS_CONFIGS):
+        raise SimtcError(f"{path}: {len(launches)} launches of simtc_l1_probe_rows, expected {2 * len(ROWS_CONFIGS)}",
+                         rule="the L1 probe's Nsight Compute recording")
+
+    def num(row, name):
+        return float(row[head.index(name)].replace(",", ""))
+
+    return {c.name: num(r, "l1tex__data_pipe_lsu_wavefronts.sum") / num(r, "smsp__inst_executed_op_global_ld.sum")
+            for c, r in zip(ROWS_CONFIGS, launches[1::2], strict=True)}
 
 
 def check_sass() -> dict[str, int]:
@@ -172,7 +269,7 @@ pitches, the plain (no-hint) load at a few of them, and some of them with the sm
 (200 KiB of shared memory asked for), and some of those gathering from HBM (a 4 GiB pool) instead of L2."""
 
 
-def run(configs=CONFIGS, *, repeats: int = 5, seed: int = 12345) -> dict:
+def run(configs=CONFIGS, rows_configs=ROWS_CONFIGS, *, repeats: int = 5, seed: int = 12345) -> dict:
     """Time each config on the current GPU (cupy); returns the recording (see the module text)."""
     from simtc.hw.device import require
 
@@ -211,6 +308,23 @@ def run(configs=CONFIGS, *, repeats: int = 5, seed: int = 12345) -> dict:
                          "smem_kib": c.smem_kib, "pool": c.pool,
                          "cycles_per_instruction": round(per, 3), "spans": cycles,
                          "bytes_per_cycle": round(512 / per, 3)})
+    rows_rec = []
+    fn = load_kernel(SOURCE, "simtc_l1_probe_rows", arch="sm_90a")
+    lat = cp.zeros(ROWS_BLOCKS, dtype=cp.uint64)
+    for c in rows_configs:
+        n_tok = (POOL_BYTES // 37440) * 64 if c.m1 else POOL_BYTES // c.pitch
+        smem = c.smem_kib * 1024
+        if smem > 48 * 1024:
+            fn.max_dynamic_shared_size_bytes = smem
+        meds = []
+        for r in range(repeats + 1):  # the first launch warms L2 and is dropped
+            fn((1,), (128,), (pools["l2"], np.uint32(n_tok), np.uint32(c.pitch), np.uint32(c.m1),
+                              np.uint32(ROWS_BLOCKS), np.uint32(seed + r), lat, sink), shared_mem=smem)
+            cp.cuda.Device().synchronize()
+            if r:
+                meds.append(float(np.median(lat.get())))
+        rows_rec.append({"name": c.name, "pitch": c.pitch, "m1": c.m1, "smem_kib": c.smem_kib,
+                         "cycles_per_block": float(np.median(meds)), "medians": meds})
     fn = load_kernel(SOURCE, "simtc_l1_probe_mbar_arrive", arch="sm_90a")
     mspan = cp.zeros(WARPS, dtype=cp.uint64)
     mbar = []
@@ -226,7 +340,8 @@ def run(configs=CONFIGS, *, repeats: int = 5, seed: int = 12345) -> dict:
     return {"format": "simtc-l1-probe", "version": 1, "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
             "device": {"name": dev.name, "arch": dev.arch, "sms": dev.sms},
             "command": "python -m simtc.hw.l1_probe --out FILE.json", "warps": WARPS, "iters": ITERS,
-            "pool_bytes": POOL_BYTES, "configs": rows_out, "mbarrier_arrive": mbar}
+            "pool_bytes": POOL_BYTES, "configs": rows_out, "rows_blocks": ROWS_BLOCKS, "rows": rows_rec,
+            "mbarrier_arrive": mbar}
 
 
 def main(argv=None) -> int:
@@ -237,13 +352,14 @@ def main(argv=None) -> int:
     a = ap.parse_args(argv)
     wanted = [n for n in a.only.split(",") if n]
     try:
-        unknown = sorted(set(wanted) - {c.name for c in CONFIGS})
+        unknown = sorted(set(wanted) - {c.name for c in (*CONFIGS, *ROWS_CONFIGS)})
         if unknown:
             raise SimtcError(f"--only {', '.join(unknown)}: no such configuration (known: "
                              f"{', '.join(c.name for c in CONFIGS[:3])}, ...)", rule="the probe's configurations")
         if a.repeats < 1:
             raise SimtcError(f"--repeats {a.repeats}: at least 1", rule="the probe's repeats")
-        rec = run([c for c in CONFIGS if not wanted or c.name in wanted], repeats=a.repeats)
+        rec = run([c for c in CONFIGS if not wanted or c.name in wanted],
+                  [c for c in ROWS_CONFIGS if not wanted or c.name in wanted], repeats=a.repeats)
     except SimtcError as e:
         print(f"python -m simtc.hw.l1_probe: error: {e}", file=sys.stderr)
         return 2
@@ -252,6 +368,8 @@ def main(argv=None) -> int:
         json.dump(rec, f, indent=1)
     for r in rec["configs"]:
         print(f"{r['name']:24s} {r['cycles_per_instruction']:8.2f} cycles/instr {r['bytes_per_cycle']:7.2f} B/cycle")
+    for r in rec["rows"]:
+        print(f"{r['name']:24s} {r['cycles_per_block']:8.1f} cycles per block of 64 rows")
     for m in rec["mbarrier_arrive"]:
         print(f"mbarrier.arrive x{m['arrives']} on {m['warps']} warps: {m['cycles_per_arrive']:.2f} cycles each")
     return 0

@@ -13,8 +13,8 @@ semantics layer's effect registry; ``""`` = timing only):
 * ``gmem`` -- how its global loads/stores spread: ``"coalesced"`` (one row per warp-instruction) or
   ``"scattered"`` (one row per lane, a gather); ``gmem_rows`` overrides the rows per warp-instruction (1 to 32,
   e.g. FlashMLA's SM90 producer: 8 tokens x 4 lanes) and ``gmem_pitch`` gives the bytes between rows in memory
-  (where rows start within their 128-byte lines; 0 = on a line), which the L1 model reads
-  (:mod:`simtc.engine.l1`).
+  (where rows start within their 128-byte lines; 0 = on a line) and ``gmem_lanes`` how lanes map to rows
+  (``grouped`` or ``interleaved``), which the L1 model reads (:mod:`simtc.engine.l1`).
 
 Its footprint is declared by explicit fields.
 
@@ -35,7 +35,7 @@ from attrs import field, frozen
 from simtc.isa.base import Instr, as_int, as_str_tuple, fail, is_str, name_str, nonneg, register
 from simtc.isa.footprint import PROXIES, Footprint, SmemRange, TmemRect
 
-__all__ = ["CudaCoreBlock"]
+__all__ = ["LANE_ORDERS", "CudaCoreBlock"]
 
 
 def _counts(value) -> tuple[tuple[str, int], ...]:
@@ -54,6 +54,17 @@ def _counts(value) -> tuple[tuple[str, int], ...]:
 def _gmem(inst, attribute, value) -> None:
     if value not in ("coalesced", "scattered"):
         fail(f"gmem must be 'coalesced' or 'scattered', got {value!r}", rule="CudaCoreBlock global access pattern")
+
+
+LANE_ORDERS = ("grouped", "interleaved")
+"""How a warp's lanes spread over a global load's rows: ``grouped`` (consecutive lanes read consecutive bytes of
+one row, 32 / rows lanes a row) or ``interleaved`` (lane ``l`` reads row ``l % rows``, slice ``l // rows``)."""
+
+
+def _gmem_lanes(inst, attribute, value) -> None:
+    if value not in LANE_ORDERS:
+        fail(f"gmem_lanes must be one of {', '.join(LANE_ORDERS)}, got {value!r}",
+             rule="CudaCoreBlock global access pattern")
 
 
 def _gmem_rows(inst, attribute, value) -> None:
@@ -110,6 +121,7 @@ class CudaCoreBlock(Instr):
     gmem: str = field(default="coalesced", validator=_gmem)
     gmem_rows: int = field(default=0, converter=as_int, validator=_gmem_rows)
     gmem_pitch: int = field(default=0, converter=as_int, validator=nonneg)
+    gmem_lanes: str = field(default="grouped", validator=_gmem_lanes)
 
     @property
     def instructions(self) -> int:

@@ -96,3 +96,74 @@ def test_a_scaled_line_cost_moves_the_loads():
 def test_gmem_rows_is_checked():
     with pytest.raises(SimtcError, match="gmem_rows"):
         CudaCoreBlock("bad", (("LDG.E.128", 1),), gmem_rows=3)
+
+
+# ---- the data pipe: a gather's wavefronts by its lanes' bank conflicts ------------------------------------------
+def test_the_wavefront_rule_is_the_fit_of_the_probes_counts():
+    """Nsight Compute's data-pipe wavefronts per load of FlashMLA's lane order at 11 row pitches: least squares of
+    4 x (a x rows + b x rows on the busiest bank) per quarter-warp gives the table's a and b, within 1% at each."""
+    import numpy as np
+
+    from simtc.engine.l1 import conflict_rows
+    from simtc.hw.l1_probe import ROWS_CONFIGS, ncu_rows_wavefronts
+
+    measured = ncu_rows_wavefronts(DATA / "ncu" / "h200_l1_probe.csv")
+    xs, ys = [], []
+    for c in ROWS_CONFIGS:
+        if c.m1 or c.smem_kib:
+            continue
+        q = conflict_rows(16, 8, c.pitch, "interleaved")
+        xs.append([sum(n for n, _ in q), sum(m for _, m in q)])
+        ys.append(measured[c.name])
+    (a, b), *_ = np.linalg.lstsq(np.array(xs), np.array(ys), rcond=None)
+    assert (T["l1_wavefronts_per_row"], T["l1_wavefronts_per_conflict"]) == pytest.approx((a, b), abs=0.002)
+    pred = np.array(xs) @ np.array([a, b])
+    assert np.max(np.abs(pred / np.array(ys) - 1)) < 0.01
+    # rows on a line start conflict on every bank: 32 wavefronts; on 16-byte multiples, about 19
+    assert measured["rows-p512"] > 32 and 19 < measured["rows-p656"] < 20
+
+
+def test_the_wavefront_rule_on_the_other_lane_order():
+    """The same two numbers on the probe's grouped lanes (not fitted on them): 1 to 32 rows on a line start within
+    2%, the kernels' pitches 9% (MODEL1) and 22% (V32) low."""
+    import csv
+
+    from simtc.engine.l1 import load_wavefronts
+    from simtc.hw.l1_probe import CONFIGS
+
+    lines = [ln for ln in (DATA / "ncu" / "h200_l1_probe.csv").read_text().splitlines() if ln.startswith('"')]
+    table = list(csv.reader(lines))
+    head, body = table[0], table[2:]
+    k = head.index("Kernel Name")
+    launches = [r for r in body if r[k].startswith(("simtc_l1_probe_nc", "simtc_l1_probe_plain"))]
+    got = {}
+    for c, r in zip(CONFIGS, launches[1::2], strict=True):
+        got[c.name] = (float(r[head.index("l1tex__data_pipe_lsu_wavefronts.sum")].replace(",", ""))
+                       / float(r[head.index("smsp__inst_executed_op_global_ld.sum")].replace(",", "")))
+    a, b = T["l1_wavefronts_per_row"], T["l1_wavefronts_per_conflict"]
+    for rows in (1, 2, 4, 8, 16, 32):
+        assert load_wavefronts(16, rows, 0, "grouped", a, b) == pytest.approx(got[f"r{rows}-p1024-a0-nc"], rel=0.02)
+    assert -0.25 < load_wavefronts(16, 8, 656, "grouped", a, b) / got["r8-p656-a0-nc"] - 1 < -0.15
+    assert -0.15 < load_wavefronts(16, 8, 576, "grouped", a, b) / got["r8-p576-a0-nc"] - 1 < 0
+
+
+def test_a_gathers_data_holds_the_port_for_its_wavefronts():
+    """One load of 8 rows in FlashMLA's lane order holds the port its expected wavefronts (rounded) when its data is
+    back: rows on a line start (pitch 512) 32, rows on 16-byte multiples (V32's 656) 19; with the mechanism off, 4."""
+    from simtc.engine.l1 import load_wavefronts
+
+    def port(pitch, timing=T):
+        blk = CudaCoreBlock("g", (("LDG.E.128", 1),), gmem_rows=8, gmem_pitch=pitch, gmem_lanes="interleaved",
+                            chain=(("LDG.E.128", 1),))
+        return Engine(Program("g", (Role("a", (0,), (blk,)),)), timing=timing).run().unit_busy["smem_port"]
+
+    a, b = T["l1_wavefronts_per_row"], T["l1_wavefronts_per_conflict"]
+    assert port(512) == round(load_wavefronts(16, 8, 512, "interleaved", a, b)) == 32
+    assert port(656) == round(load_wavefronts(16, 8, 656, "interleaved", a, b)) == 19
+    assert port(656, T.without("l1")) == 4
+    assert port(656, T.scaled("l1_wavefronts_per_conflict", 2.0)) > port(656)
+
+
+def test_gmem_lanes_is_checked():
+    with pytest.raises(SimtcError, match="gmem_lanes"):
+        CudaCoreBlock("bad", (("LDG.E.128", 1),), gmem_lanes="diagonal")

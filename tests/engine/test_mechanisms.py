@@ -261,14 +261,15 @@ def test_every_mechanism_moves_flashmla_head64(head64_cycles):
 
 def test_the_memory_system_bounds_flashmlas_sm90_kernel():
     """FlashMLA's SM90 kernel gathers K with LDG and waits for it: without the memory system's share and queueing
-    it is much faster; with LDG's chip bandwidth raised to the bulk copies' it is faster too."""
+    it is faster (by about 7%: the L1 data pipe, which the gathers' bank conflicts keep about 60% busy, bounds it
+    too); with LDG's chip bandwidth raised to the bulk copies' it is faster too."""
     from simtc.kernels.flashmla.sm90 import steady_cycles_per_block_sm90
 
     t = Timing("sm90")
     base = steady_cycles_per_block_sm90("v32", 8, t)
-    assert steady_cycles_per_block_sm90("v32", 8, t.without("memory")) < 0.85 * base
+    assert steady_cycles_per_block_sm90("v32", 8, t.without("memory")) < 0.95 * base
     assert steady_cycles_per_block_sm90("v32", 8, t.with_values(ldg_hbm_bytes_per_cycle=t["hbm_bytes_per_cycle"])) \
-        < 0.95 * base
+        < 0.97 * base
 
 
 def test_the_l1_moves_flashmlas_sm90_kernel():
@@ -315,4 +316,4 @@ def test_a_global_loads_data_crosses_the_l1_data_pipe():
     # and the port counts those cycles as busy
     assert _run([Role("a", (0,), (blk,))]).unit_busy["smem_port"] == 512 // T["smem_port_bytes_per_cycle"]
     gather = CudaCoreBlock("ldg", (("LDG.E.128", 1),), gmem="scattered", chain=(("LDG.E.128", 1),))
-    assert _run([Role("a", (0,), (gather,))]).unit_busy["smem_port"] == 32
+    assert _run([Role("a", (0,), (gather,))]).unit_busy["smem_port"] == 32   # 32 rows on a line start, 1 bank

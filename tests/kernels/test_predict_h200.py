@@ -35,25 +35,27 @@ def comparison():
     return out
 
 
-def test_where_the_prediction_stands(comparison):
-    """Today: within 10% on the smallest calls (their fixed costs dominate); V32's large calls 11-16% fast, MODEL1's
-    20-22% fast (the engine runs a block of the SM90 kernel in ~5,000 (V32) / ~4,600 (MODEL1) cycles where the H200
-    takes ~5,900 / ~6,100) -- short of the ±15% / ±25% the model is meant to reach for MODEL1. The test keeps the
-    model from getting worse and its error from changing sign unseen."""
+def test_predictions_meet_the_measured_calls(comparison):
+    """Held-out calls (never fitted on): within 15% of the H200 wherever b x s_q >= 64 and within 25% below that, for
+    both models. The L1 mechanisms (simtc.engine.l1: the data-pipe wavefronts of a gather by its lanes' bank
+    conflicts, the miss path per line) are fitted on the L1 probe's Nsight Compute counts and timings, not on these
+    calls. Today: -14% to +10%."""
     for r, _, err in comparison:
         big = r["b"] * r["s_q"] >= 64
-        assert -0.30 < err < (0.05 if big else 0.15), (r["name"], err)
-        if big and r["model"] == "v32":   # with the L1's per-line cost (simtc.engine.l1)
-            assert err > -0.17, (r["name"], err)
+        assert abs(err) <= (0.15 if big else 0.25), (r["name"], err)
+    assert {r["model"] for r, _, _ in comparison} == {"v32", "model1"} and len(comparison) >= 10
 
 
 def test_predicted_utilizations_beside_nsight_compute():
-    """Issue slots and the tensor pipe within 12 points of Nsight Compute at the three profiled shapes."""
-    from simtc.hw.flashmla_timing import ncu_summary
+    """Issue slots, the tensor pipe, L1/TEX and DRAM within 12 points of Nsight Compute at the three profiled shapes
+    (DRAM counts each batch's repeated rows once: predict's s_k, the timing shapes' 32,768)."""
+    from simtc.hw.flashmla_timing import TIMING_SHAPES, ncu_summary
 
-    for path in sorted((DATA / "ncu").glob("flashmla_h200_sm90_*.csv")):
+    paths = sorted((DATA / "ncu").glob("flashmla_h200_sm90_*.csv"))
+    assert len(paths) >= 3
+    for path in paths:
         s = ncu_summary(path)
-        m, b, sq, tk = path.stem.replace("flashmla_h200_sm90_", "").split("-")
-        p = predict("flashmla-sm90", m, int(b[1:]), int(sq[2:]), int(tk[4:]), band=False)
-        for k in ("issue", "tensor_pipe"):
+        shape = next(t for t in TIMING_SHAPES if t.name == path.stem.replace("flashmla_h200_sm90_", ""))
+        p = predict("flashmla-sm90", shape.model, shape.b, shape.s_q, shape.topk, s_k=shape.s_k, band=False)
+        for k in ("issue", "tensor_pipe", "l1tex", "dram"):
             assert abs(p["utilization"][k] - s["utilization"][k]) < 0.12, (path.stem, k)

@@ -50,7 +50,7 @@ def main():
     metrics = [m for m in WANT if m.split(".")[0] in have] if len(have) > 100 else list(WANT)
     print("metrics missing:", [m for m in WANT if m not in metrics])
     ncu = ["ncu", "--clock-control", "none", "--csv", "--page", "raw", "--metrics", ",".join(metrics)]
-    r = subprocess.run([*ncu, "--kernel-name", "regex:simtc_l1_probe_(nc|plain)", "--launch-skip", "0",
+    r = subprocess.run([*ncu, "--kernel-name", "regex:simtc_l1_probe_(nc|plain|rows)", "--launch-skip", "0",
                         py, "-m", "simtc.hw.l1_probe", "--out", f"{out}/probe_under_ncu.json", "--repeats", "1"],
                        env=env, capture_output=True, text=True)
     Path(f"{out}/ncu_l1_probe.csv").write_text(r.stdout)

@@ -38,7 +38,7 @@ from simtc.kernels.flashmla.models import model
 from simtc.kernels.flashmla.replay import call_flops
 from simtc.kernels.flashmla.schedule import num_sm_parts, sched_meta
 
-__all__ = ["FIXED_H200", "GPUS", "KERNELS", "FixedCosts", "GpuSpec", "fit_fixed_costs", "predict"]
+__all__ = ["FIXED_H200", "GPUS", "KERNELS", "FixedCosts", "GpuSpec", "dram_fraction", "fit_fixed_costs", "predict"]
 
 _RULE = "simtc predict: flashmla-sm90 (H200) or flashmla-head64 (B200), b >= 1, s_q >= 1, topk a multiple of 64"
 
@@ -136,7 +136,7 @@ class FixedCosts:
         return self.combine_us + self.combine_per_split_us * (max_splits if max_splits > 1 else 0)
 
 
-FIXED_H200 = FixedCosts(4.916, 0.176, 0.084, -3.038, 4.511, 0.266,
+FIXED_H200 = FixedCosts(4.916, 0.176, 0.084, -3.138, 4.511, 0.266,
                         source="tests/data/flashmla_h200_sm90_fixed.json (14 small calls on an H200, 2026-12-01), "
                                "fitted by fit_fixed_costs; tests/kernels/test_predict.py refits it")
 """The fixed costs of a call on the H200 (also assumed for the B200)."""
@@ -199,19 +199,36 @@ def _band_parameters(timing) -> list[tuple[str, float]]:
     return out
 
 
+def dram_fraction(s_q: int, topk: int, s_k: int | None) -> float:
+    """Of the KV rows one batch's ``s_q`` queries gather (``topk`` each, drawn at random from its ``s_k`` tokens, as
+    FlashMLA's benchmark and :mod:`simtc.hw.flashmla_timing` draw them), the fraction that are distinct -- the ones
+    HBM must send when L2 serves the repeats (the queries' CTAs of one batch run at the same time). ``s_k`` None:
+    no repeat assumed (1.0).
+
+    >>> round(dram_fraction(2, 16384, 32768), 3), round(dram_fraction(4, 8192, 32768), 3), dram_fraction(1, 64, None)
+    (0.75, 0.684, 1.0)
+    """
+    if s_k is None or s_q == 1:
+        return 1.0
+    p = min(1.0, topk / s_k)
+    return s_k * (1 - (1 - p) ** s_q) / (s_q * topk)
+
+
 def predict(kernel: str = "flashmla-head64", model_name: str = "v32", b: int = 148, s_q: int = 2,
-            topk: int = 16384, *, h_q: int = 64, band: bool = True, timing=None) -> dict:
+            topk: int = 16384, *, h_q: int = 64, s_k: int | None = None, band: bool = True, timing=None) -> dict:
     """The prediction of one call (see the module text): a JSON-ready dict.
 
     ``h_q`` = 128 on flashmla-head64 is FlashMLA's ``Decode_Sm100_Head64x2_Impl`` (``csrc/api/sparse_decode.h``
     lines 108-139): the head64 split-KV kernel launched twice, once per 64 heads, with one scheduler and one
-    combine; the SM90 kernel for 128 heads (its cluster "crossover") is not modelled."""
+    combine; the SM90 kernel for 128 heads (its cluster "crossover") is not modelled. ``s_k`` (the requests' KV
+    length) lets the DRAM utilization count each batch's repeated rows once (:func:`dram_fraction`); the timing does
+    not use it (the kernel is not bound by HBM bandwidth)."""
     from simtc.engine.parameters import Timing
 
     spec = KERNELS.get(kernel)
     if spec is None:
         raise SimtcError(f"unknown kernel {kernel!r}; predicted: {', '.join(KERNELS)}", rule=_RULE)
-    for nm, v in (("b", b), ("s_q", s_q), ("topk", topk)):
+    for nm, v in (("b", b), ("s_q", s_q), ("topk", topk), *((("s_k", s_k),) if s_k is not None else ())):
         if isinstance(v, bool) or not isinstance(v, int) or v < 1:
             raise SimtcError(f"{nm} = {v!r}: a positive integer", rule=_RULE)
     if topk % 64:
@@ -241,12 +258,14 @@ def predict(kernel: str = "flashmla-head64", model_name: str = "v32", b: int = 1
     util = {"issue": run["units"]["issue"] / (timing["sub_partitions"] * run_cycles),
             "tensor_pipe": run["units"]["tensor_pipe"] / run_cycles,
             "l1tex": run["units"]["smem_port"] / run_cycles,
-            "dram": run["hbm_bytes"] * active / (run_cycles / (gpu.clock_ghz * 1e9)) / gpu.dram_peak_bytes_per_s}
+            "dram": dram_fraction(s_q, topk, s_k) * run["hbm_bytes"] * active / (run_cycles / (gpu.clock_ghz * 1e9))
+            / gpu.dram_peak_bytes_per_s}
     out = {"kernel": kernel, "model": m.name, "b": b, "s_q": s_q, "topk": topk, "h_q": h_q, "gpu": gpu.name,
            "seconds": seconds, "tflops": flops / seconds / 1e12, "cycles_per_block": per_block,
            "sm_parts": parts, "waves": waves, "sm_clock_ghz": gpu.clock_ghz,
            "utilization": {k: round(min(v, 1.0), 4) for k, v in util.items()},
-           "flops": flops, "parts": {"sched_s": sched_s, "splitkv_s": splitkv_s, "combine_s": combine_s},
+           "flops": flops, "dram_fraction": dram_fraction(s_q, topk, s_k),
+           "parts": {"sched_s": sched_s, "splitkv_s": splitkv_s, "combine_s": combine_s},
            "clock": {"label": gpu.clock_label, "source": gpu.clock_source}, "fixed_costs": fixed.source}
     if band:
         lo2 = hi2 = gpu.clock_uncertainty ** 2

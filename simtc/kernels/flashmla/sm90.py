@@ -496,7 +496,7 @@ class Sm90Builder:
                                                                                   if uses else "")
         return CudaCoreBlock(name, block.counts, smem_reads=block.smem_reads, smem_writes=block.smem_writes,
                              regs_read=regs_r, regs_written=regs_w, chain=block.chain, gmem=block.gmem,
-                             gmem_rows=block.gmem_rows, gmem_pitch=block.gmem_pitch)
+                             gmem_rows=block.gmem_rows, gmem_pitch=block.gmem_pitch, gmem_lanes=block.gmem_lanes)
 
     def _gap(self, role: str, part: str, prev: str, occ: int, counts, ctx: _Ctx) -> CudaCoreBlock:
         m = self.m
@@ -530,7 +530,7 @@ class Sm90Builder:
                 kw = {"smem_reads": ((m.at("sM"), m.at("sM") + 512),), "chain": (("LDS", 1), ("MUFU.LG2", 1),
                                                                                    ("FADD", 1))}
         if role == "producer" and any(c.startswith("LDG") for c in have):
-            kw |= {"gmem_rows": GATHER_ROWS, "gmem_pitch": m.row_pitch}
+            kw |= {"gmem_rows": GATHER_ROWS, "gmem_pitch": m.row_pitch, "gmem_lanes": "interleaved"}
         return _block(name, counts, **kw)
 
     # ---- roles ---------------------------------------------------------------------------------------------------
