@@ -14,7 +14,7 @@ def rows():
 def test_dual_gemm_fits_duplicated_q_does_not(rows):
     base, dup = rows["dual-gemm"], rows["duplicated-q"]
     assert base.fits and base.tmem_columns == 464 and base.ok and base.mma_per_block == 26
-    assert not dup.fits and dup.tmem_columns == 576 and "power of two from 32 to 512" in dup.why
+    assert not dup.fits and dup.tmem_columns == 576 and "would block" in dup.why  # the allocator's own refusal
     assert len(rows) >= 5 and all(v.ok is not False for v in rows.values())
 
 
