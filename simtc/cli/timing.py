@@ -128,9 +128,11 @@ def _param_rows(arch: str | None, label: str | None) -> list[dict]:
     return [p.as_dict(a) for a in archs for p in PARAMETERS[a].values() if label is None or p.label == label]
 
 
-def _params_lines(rows: list[dict], width: int) -> list[str]:
+def _params_lines(rows: list[dict], width: int, arch: str | None = None, label: str | None = None) -> list[str]:
     import textwrap
 
+    if not rows:  # say so rather than print nothing
+        return textwrap.wrap(f"no {arch or 'sm100 or sm90'} parameter is labelled {label}", width)
     out = []
     counts: dict[tuple[str, str], int] = {}
     for r in rows:
@@ -149,7 +151,7 @@ def run_params_cmd(args) -> int:
     from simtc.render.lines import LinesView
 
     rows = _param_rows(args.arch, args.label)
-    return emit(args, data=rows, view=LinesView(lambda width: _params_lines(rows, width)),
+    return emit(args, data=rows, view=LinesView(lambda width: _params_lines(rows, width, args.arch, args.label)),
                 title="simtc timing params")
 
 

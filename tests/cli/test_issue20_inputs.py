@@ -294,3 +294,14 @@ def test_sensitivity_refuses_what_it_would_ignore_or_crash_on(capsys, argv, piec
     rc, out, err = run(capsys, ["timing", "sensitivity", *argv])
     assert rc == 2 and out == ""
     one_error(err, piece)
+
+
+def test_timing_params_with_no_row_says_so(capsys, monkeypatch):
+    from simtc.cli import timing
+
+    assert timing._params_lines([], 80, "sm90", "derived") == ["no sm90 parameter is labelled derived"]
+    monkeypatch.setattr(timing, "_param_rows", lambda arch, label: [])
+    rc, out, _ = run(capsys, ["timing", "params", "--arch", "sm100", "--label", "documented"])
+    assert rc == 0 and out.strip() == "no sm100 parameter is labelled documented"
+    rc, out, _ = run(capsys, ["timing", "params", "--label", "documented", "--json"])
+    assert rc == 0 and json.loads(out) == []
