@@ -4,7 +4,8 @@ A :class:`Parameter` carries its value, unit, **label** and **source**, and the 
 (``used_by``):
 
 * ``measured`` -- read off real hardware, by the cited source (a third party's published data, or a
-  recording in this repository): a reading, or the intercept / slope of a line fitted to one recording's readings;
+  recording in this repository): a reading, the intercept / slope of a line fitted to one recording's readings, or
+  the difference of two such (the source names both; a parameter is measured when no document or assumption enters);
 * ``documented`` -- stated by a vendor document (NVIDIA's programming guide, architecture whitepapers,
   datasheets);
 * ``derived`` -- arithmetic on measured or documented figures (the source says whose);
@@ -174,7 +175,6 @@ def _shared_rows(arch: str) -> tuple[tuple, ...]:
     measured on the H200 (sm90); on sm100 the same values, assumed equal (no B200 measurement of them)."""
     sm90 = arch == "sm90"
     lab = "measured" if sm90 else "assumed"
-    der = "derived" if sm90 else "assumed"
 
     def src(text: str) -> str:
         return f"{text} ({_H200})" if sm90 else f"measured on the H200 (sm90), assumed equal on sm100: {text} ({_H200})"
@@ -226,9 +226,10 @@ def _shared_rows(arch: str) -> tuple[tuple, ...]:
          src("the same line's slope: the release comes 2 cycles later per participating warp"), ("named barrier",)),
         ("proxy_fence", 9, "cycles", lab, src("fence.proxy.async.shared::cta by one warp: 9.0 cycles per fence "
                                               "(MEMBAR.ALL.CTA + FENCE.VIEW.ASYNC.S)"), ("issue",)),
-        ("mbarrier_try_wait", 45, "cycles", der,
+        ("mbarrier_try_wait", 44, "cycles", lab,
          src("two warps waking each other through mbarriers: 74.75 cycles one way = 1 issue + mbarrier_arrive + the "
-             "wait; with the arrive's assumed 29, the waiter sees a completed phase 45 cycles after it completes"),
+             "wait; with the arrive's measured 30 (tests/data/h200_l1_probe.json, chains), the waiter sees a "
+             "completed phase 44 cycles after it completes"),
          ("mbarrier", "mma model")),
         ("sm_bytes_per_cycle", 34, "B/cycle", lab,
          src("one SM pulling scattered 656-byte rows from a 4 GiB pool with cp.async.bulk, 4-8 blocks in flight: "
@@ -236,9 +237,9 @@ def _shared_rows(arch: str) -> tuple[tuple, ...]:
          ("memory system",)),
         ("l2_bytes_per_cycle", 44.6, "B/cycle", lab,
          src("the same from an 8 MiB pool (L2-resident): 44.6 B/cycle per SM"), ("memory system",)),
-        ("l2_hit_latency", 249, "cycles", der,
+        ("l2_hit_latency", 250, "cycles", lab,
          src("a 16-byte cp.async.bulk of L2-resident data, issue to the issuing warp's wake: 296 cycles = 1 issue + "
-             "the L2 round trip + 1 port cycle + mbarrier_try_wait 45; a bulk chase through an L2-resident pool steps "
+             "the L2 round trip + 1 port cycle + mbarrier_try_wait 44; a bulk chase through an L2-resident pool steps "
              "339 cycles, 43 more (the chase's LDS of the next address, 23, and its move to uniform registers)"),
          ("memory system",)),
     )
@@ -351,9 +352,9 @@ _SM90 = _table(
     ("wgmma_issue", 13, "cycles", "measured",
      f"wgmma issue interval: the II floor of RS chains at N = 8..24 ({_H200_WGMMA}); also taken as the issue part of "
      "the latency (the split of the fixed latency is not observable)", _TP),
-    ("wgmma_tail_ss", 45, "cycles", "derived",
+    ("wgmma_tail_ss", 45, "cycles", "measured",
      f"fixed latency N/2 + 58 of one SS wgmma + commit_group + wait_group(0), minus the issue 13 ({_H200_WGMMA})", _TP),
-    ("wgmma_tail_rs", 35, "cycles", "derived",
+    ("wgmma_tail_rs", 35, "cycles", "measured",
      f"fixed latency N/2 + 48 of one RS wgmma + commit_group + wait_group(0), minus the issue 13 ({_H200_WGMMA})", _TP),
     ("wgmma_max_outstanding", 8, "wgmma", "assumed",
      f"wgmma a warp may have in flight before its issue stalls ({_FGS_H100}: per accumulator chain)",
@@ -386,7 +387,12 @@ _SM90 = _table(
      f"{_L1_WAVE_TEXT} ({_H200_L1})", ("shared-memory port",)),
     ("l1_wavefronts_per_conflict", 0.601, "wavefronts per row on the busiest bank", "measured",
      f"{_L1_WAVE_TEXT} ({_H200_L1})", ("shared-memory port",)),
-    ("mbarrier_arrive", 29, "cycles", "assumed", f"mbarrier arrive ({_FGS_H100})", ("mbarrier",)),
+    ("mbarrier_arrive", 30, "cycles", "measured",
+     "mbarrier.arrive's state comes back 30 cycles after issue: a dependent chain of arrives on one thread (each "
+     "returned state feeding the next arrive's address through ISETP, ISETP.EX, SEL) steps 43.3 cycles, the same "
+     "chain through ld.shared.b64 36.4, of which 23 are the LDS latency (the LDS.32 pointer chase of "
+     f"{_H200}; LDS.64 taken to be as fast), so 13.4 are the select's: 43.3 - 13.4 = 29.9 "
+     f"({_H200_L1}, chains); FlashGPU-Sim's H100 figure is 29 ({_FGS_H100})", ("mbarrier",)),
     ("named_barrier_arrive", 2, "cycles", "assumed", f"named CTA barrier issue interval ({_FGS_H100})",
      ("named barrier",)),
     *_shared_rows("sm90"),

@@ -146,6 +146,42 @@ simtc_l1_probe_mbar_arrive(u32 n, u64* __restrict__ span)
         span[blockIdx.x * 32u + warp] = t1 - t0 + (st & 0u);
     }
 }
+
+// Dependent chains on one thread: each step's mbarrier.arrive (OP 0) or ld.shared.b64 of the barrier word (OP 1)
+// returns a 64-bit value the next step's address depends on (a select on an impossible value: always the same
+// barrier). Step time = the operation's latency + the select's; the ld.shared chain gives the select's part
+// (LDS's latency is measured elsewhere: shared_memory "LDS.32/latency" of tests/data/h200_calibration.json).
+template <int OP>
+__device__ __forceinline__ void simtc_mbar_chain(u32 n, u64 magic, u64* __restrict__ out)
+{
+    __shared__ __align__(8) u64 bars[2];
+    const u32 b0 = (u32)__cvta_generic_to_shared(&bars[0]);
+    const u32 b1 = (u32)__cvta_generic_to_shared(&bars[1]);
+    if (threadIdx.x == 0) {
+        asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" :: "r"(b0), "r"(1048575u) : "memory");
+        asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" :: "r"(b1), "r"(1048575u) : "memory");
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        u64 st = 0, t0, t1;
+        u32 bar = b0;
+        asm volatile("mov.u64 %0, %%clock64;" : "=l"(t0) :: "memory");
+        for (u32 i = 0; i < n; ++i) {
+            if (OP == 0)
+                asm volatile("mbarrier.arrive.shared::cta.b64 %0, [%1];" : "=l"(st) : "r"(bar) : "memory");
+            else
+                asm volatile("ld.volatile.shared.b64 %0, [%1];" : "=l"(st) : "r"(bar) : "memory");
+            bar = st == magic ? b1 : b0;
+        }
+        asm volatile("mov.u64 %0, %%clock64;" : "=l"(t1) :: "memory");
+        out[0] = t1 - t0;
+        out[1] = st;
+    }
+}
+extern "C" __global__ void __launch_bounds__(32, 1)
+simtc_l1_probe_mbar_chain(u32 n, u64 magic, u64* __restrict__ out) { simtc_mbar_chain<0>(n, magic, out); }
+extern "C" __global__ void __launch_bounds__(32, 1)
+simtc_l1_probe_lds_chain(u32 n, u64 magic, u64* __restrict__ out) { simtc_mbar_chain<1>(n, magic, out); }
 """
 
 KERNELS = {"nc": "simtc_l1_probe_nc", "plain": "simtc_l1_probe_plain"}
@@ -184,6 +220,8 @@ EXPECTED_SASS = {
     "simtc_l1_probe_plain": ("LDG.E.128", 8),
     "simtc_l1_probe_mbar_arrive": ("SYNCS.ARRIVE.TRANS64.A1T0", 1),
     "simtc_l1_probe_rows": ("LDG.E.EL.LTC256B.128.CONSTANT", 14),
+    "simtc_l1_probe_mbar_chain": ("SYNCS.ARRIVE.TRANS64.A1T0", 1),
+    "simtc_l1_probe_lds_chain": ("LDS.64", 1),
 }
 """Each kernel's SASS holds the instruction it measures: the loop's 8 loads (FlashMLA's NoPE load,
 ``splitkv_mla.cuh`` L583-584 at ``9241ae3``, or a plain one) and the mbarrier arrive (at least one; the loop
@@ -337,11 +375,27 @@ def run(configs=CONFIGS, rows_configs=ROWS_CONFIGS, *, repeats: int = 5, seed: i
             cp.cuda.Device().synchronize()
             vals.append(float(np.median(mspan.get()[:warps])) / n)
         mbar.append({"warps": warps, "arrives": n, "cycles_per_arrive": round(float(np.median(vals)), 3)})
+    chains = {}
+    out = cp.zeros(2, dtype=cp.uint64)
+    for kind, name in (("mbarrier.arrive", "simtc_l1_probe_mbar_chain"), ("ld.shared.b64", "simtc_l1_probe_lds_chain")):
+        fn = load_kernel(SOURCE, name, arch="sm_90a")
+        steps = {}
+        for n in (256, 512, 1024, 2048):
+            vals = []
+            for _ in range(repeats):
+                fn((1,), (32,), (np.uint32(n), np.uint64(0xDEADBEEFCAFEBABE), out))
+                cp.cuda.Device().synchronize()
+                vals.append(int(out.get()[0]))
+            steps[n] = float(np.median(vals))
+        ns = np.array(sorted(steps), float)
+        slope, intercept = np.polyfit(ns, [steps[int(n)] for n in ns], 1)
+        chains[kind] = {"cycles": {str(k): v for k, v in steps.items()}, "cycles_per_step": round(float(slope), 3),
+                        "intercept": round(float(intercept), 1)}
     return {"format": "simtc-l1-probe", "version": 1, "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
             "device": {"name": dev.name, "arch": dev.arch, "sms": dev.sms},
             "command": "python -m simtc.hw.l1_probe --out FILE.json", "warps": WARPS, "iters": ITERS,
             "pool_bytes": POOL_BYTES, "configs": rows_out, "rows_blocks": ROWS_BLOCKS, "rows": rows_rec,
-            "mbarrier_arrive": mbar}
+            "mbarrier_arrive": mbar, "chains": chains}
 
 
 def main(argv=None) -> int:
@@ -372,6 +426,8 @@ def main(argv=None) -> int:
         print(f"{r['name']:24s} {r['cycles_per_block']:8.1f} cycles per block of 64 rows")
     for m in rec["mbarrier_arrive"]:
         print(f"mbarrier.arrive x{m['arrives']} on {m['warps']} warps: {m['cycles_per_arrive']:.2f} cycles each")
+    for kind, c in rec["chains"].items():
+        print(f"dependent {kind} chain: {c['cycles_per_step']:.2f} cycles per step")
     return 0
 
 

@@ -167,3 +167,12 @@ def test_a_gathers_data_holds_the_port_for_its_wavefronts():
 def test_gmem_lanes_is_checked():
     with pytest.raises(SimtcError, match="gmem_lanes"):
         CudaCoreBlock("bad", (("LDG.E.128", 1),), gmem_lanes="diagonal")
+
+
+def test_the_mbarrier_arrive_is_read_from_its_chain(probe):
+    """mbarrier_arrive (sm90) is the arrive chain's step less the select's part, which the ld.shared chain gives
+    (its step less the LDS latency); the ping-pong's one-way time then fixes mbarrier_try_wait."""
+    c = probe["chains"]
+    select = c["ld.shared.b64"]["cycles_per_step"] - T["smem_ld_latency"]
+    assert T["mbarrier_arrive"] == round(c["mbarrier.arrive"]["cycles_per_step"] - select)
+    assert 25 < T["mbarrier_arrive"] < 35 and T.param("mbarrier_arrive").label == "measured"

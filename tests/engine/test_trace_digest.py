@@ -27,9 +27,9 @@ def _digest(engine: Engine) -> str:
 
 
 PINNED = {
-    "flashmla-qk": "bdbf373dad4f9cf2",
-    "qk-loop-20": "11e733f11e5f007b",
-    "hazard-catalogue": "b498e5661543cfe3",
+    "flashmla-qk": "9572a7f685900ee9",
+    "qk-loop-20": "19e9cae3b0a703ec",
+    "hazard-catalogue": "54da1d48b7c0282d",
 }
 
 
