@@ -49,7 +49,13 @@ from simtc.kernels.flashmla import (
     replay_qk,
     split_dims,
 )
-from simtc.kernels.flashmla.alternatives import compare, exchange_cost, exchange_instructions, exchange_parameters
+from simtc.kernels.flashmla.alternatives import (
+    compare,
+    exchange_band,
+    exchange_cost,
+    exchange_instructions,
+    exchange_parameters,
+)
 from simtc.kernels.flashmla.plan import NOPE_TILE, NOPE_VIEW
 from simtc.kernels.flashmla.replay import make_inputs, replay
 from simtc.numerics import decode_bits, tensor_core_mma
@@ -363,6 +369,20 @@ top = ex_rows[0]
 print(f"{ex_base:.0f} cycles per block rest on {rests_text}; they move most with {top.name} [{top.label}] "
       f"(x0.5: {top.down:+.0%}, x2: {top.up:+.0%}): the exchange is a round trip through shared memory, whose "
       "one port the MMAs' operands, the TMA writes and the dequant also use")
+
+# %% [markdown]
+# **The exchange's cost with its band.** Halving and doubling shows what the figure moves with; the band says how
+# far it could be off. On sm100 every parameter has a label: the CUDA-core, shared-memory latency and barrier
+# values measured on the H200 (`tests/data/h200_calibration.json`) are labelled *assumed* here, being taken as
+# equal on a B200. `exchange_band` moves each assumed parameter by x/÷1.25 and each derived one by x/÷1.10 (the
+# rule `simtc predict` uses), reruns timing-only replays and combines the effects root-sum-square:
+
+# %%
+eb = exchange_band("v32", 4)
+print(f"the exchange: {eb['value']:.0f} cycles per block, band {eb['low']:.0f}-{eb['high']:.0f}; it rests on "
+      f"{eb['parameters']} parameters, {eb['measured_on_sm90']} of them measured on the H200 and taken as equal on "
+      f"a B200; the band comes most from {', '.join(r['name'] + ' [' + r['label'] + ']' for r in eb['rests_on'][:3])}")
+assert eb["low"] <= eb["value"] <= eb["high"] and eb["high"] > eb["value"]
 
 # %% [markdown]
 # ## 7. The alternatives, on the same inputs, engine and checker

@@ -25,7 +25,7 @@ from attrs import field, frozen
 from simtc.engine.parameters import Timing
 from simtc.errors import SimtcError
 
-__all__ = ["FACTORS", "SensitivityRow", "factor_key", "sensitivity"]
+__all__ = ["BAND_FACTORS", "FACTORS", "SensitivityRow", "band", "band_factors", "factor_key", "sensitivity"]
 
 FACTORS = (0.5, 2.0)
 
@@ -95,3 +95,40 @@ def sensitivity(measure: Callable[[Timing], float], timing: Timing, names: Itera
         rows.append(SensitivityRow(name, p.label, timing[name], p.unit, changes, p.source))
     rows.sort(key=lambda r: (-r.effect, r.name))
     return rows
+
+
+BAND_FACTORS = {"assumed": 1.25, "derived": 1.10}
+"""How far an answer's band lets a parameter move, by label: assumed x/÷ 1.25, derived x/÷ 1.10; measured and
+documented ones stay put."""
+
+
+def band_factors(timing: Timing, names: Iterable[str] | None = None) -> list[tuple[str, float]]:
+    """``(name, factor)`` of the parameters (all, or ``names``) whose label gives them a band (:data:`BAND_FACTORS`)."""
+    pick = timing.table if names is None else {n: timing.param(n) for n in names}
+    return [(n, BAND_FACTORS[p.label]) for n, p in pick.items() if p.label in BAND_FACTORS]
+
+
+def band(measure: Callable[[Timing], float], timing: Timing, names: Iterable[str] | None = None,
+         base: float | None = None) -> dict:
+    """An answer's band from the parameters that are not measured: each banded parameter (:func:`band_factors`) up
+    and down by its factor, the relative effects above and below the answer combined root-sum-square.
+    ``{"value", "low", "high", "rests_on": [{"name", "label", "up", "down"}, ...]}`` (``up``/``down``: the largest
+    relative rise and fall it caused), largest first.
+
+    >>> from simtc.engine.parameters import Timing
+    >>> b = band(lambda t: 1000 * 16 / t["mufu_lanes"], Timing("sm100"), names=["mufu_lanes"])
+    >>> round(b["low"]), round(b["value"]), round(b["high"])   # 16 lanes x 1.25 and / 1.25, rounded: 20 and 13
+    (800, 1000, 1231)
+    """
+    value = measure(timing) if base is None else base
+    lo2 = hi2 = 0.0
+    rows = []
+    for name, f in band_factors(timing, names):
+        effects = [measure(timing.scaled(name, x)) / value - 1 if value else 0.0 for x in (f, 1 / f)]
+        up, down = max(0.0, *effects), min(0.0, *effects)
+        hi2 += up ** 2
+        lo2 += down ** 2
+        if up or down:
+            rows.append({"name": name, "label": timing.param(name).label, "up": round(up, 4), "down": round(down, 4)})
+    rows.sort(key=lambda r: -max(r["up"], -r["down"]))
+    return {"value": value, "low": value * (1 - lo2 ** 0.5), "high": value * (1 + hi2 ** 0.5), "rests_on": rows}

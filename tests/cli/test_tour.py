@@ -2,6 +2,7 @@
 
 import argparse
 import json
+import re
 
 from simtc.cli import compare, tour
 
@@ -34,7 +35,13 @@ def test_tour_passes_at_80_columns(capsys):
     from simtc.kernels.flashmla.replay import replay
 
     rests = exchange_parameters(head64_program("v32", 4))
-    assert rests and all(f"{p['name']} [{p['label']}]" in text for p in rests)
+    flat = " ".join(text.split())
+    # the exchange's cost with its band, the parameters it rests on counted, the band's largest movers named
+    m = re.search(r"band (\d+)-(\d+) .*? It rests on (\d+) timing parameters, (\d+) of them measured on the H200", flat)
+    assert m and int(m.group(3)) == len(rests) and int(m.group(1)) < int(m.group(2))
+    assert 0 < int(m.group(4)) <= len(rests)
+    named = re.search(r"the band comes most from (.*?)\.", flat).group(1)
+    assert named.count("[") == 3 and all(n.split(" [")[0] in {p["name"] for p in rests} for n in named.split(", "))
     # the throughput leads with the whole kernel, as the replay computes it, and calls nothing an upper bound
     r = replay("v32", 4, 0)
     throughput = text[text.index("Throughput"):]

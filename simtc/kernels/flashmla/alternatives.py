@@ -58,8 +58,8 @@ from simtc.kernels.flashmla.plan import NOPE_TILE, ROPE_TILE
 from simtc.kernels.flashmla.replay import hbm_bound, make_inputs, reference_p, replay, rescale_blocks
 from simtc.smem.memory import SMEM_CAPACITY
 
-__all__ = ["DUP_Q_REGIONS", "VARIANTS", "Variant", "compare", "dup_q_allocation", "dup_q_regions", "exchange_cost",
-           "exchange_parameters", "exchange_records", "hbm_bound", "smem_bytes_per_mma"]
+__all__ = ["DUP_Q_REGIONS", "VARIANTS", "Variant", "compare", "dup_q_allocation", "dup_q_regions", "exchange_band",
+           "exchange_cost", "exchange_parameters", "exchange_records", "hbm_bound", "smem_bytes_per_mma"]
 
 SMEM_LIMIT = SMEM_CAPACITY["sm100"]
 """227 KiB a block may use on sm_100 (FlashMLA asserts ``sizeof(SharedMemoryPlan) < 227*1024``, ``kernel.cuh``
@@ -322,6 +322,29 @@ def exchange_parameters(program: Program, arch: str = "sm100") -> list[dict]:
 
     names = dict.fromkeys(n for r in exchange_records(program) for n in parameters_of(r, arch))
     return [{"name": n, "value": PARAMETERS[arch][n].value, "label": PARAMETERS[arch][n].label} for n in names]
+
+
+def exchange_band(model_name: str | Head64Model = "v32", blocks: int = 4, seed: int = 0) -> dict:
+    """The exchange's cycles per block (:func:`exchange_cost`) with the band of the parameters it rests on
+    (:func:`exchange_parameters`; :func:`simtc.engine.sensitivity.band`: assumed ones x/÷ 1.25, derived x/÷ 1.10),
+    from timing-only replays of ``blocks`` blocks. Adds ``"measured_on_sm90"``: how many of those parameters are
+    H200 measurements taken as equal on sm100 (labelled assumed there)."""
+    from simtc.engine.parameters import Timing
+    from simtc.engine.sensitivity import band
+
+    timing = Timing("sm100")
+    m = model(model_name)
+
+    def measure(t) -> float:
+        return exchange_cost(replay(m, blocks, seed, timing_only=True, keep_engine=True, timing=t).engine)
+
+    program = replay(m, blocks, seed, timing_only=True, keep_engine=True).engine.program
+    names = [p["name"] for p in exchange_parameters(program)]
+    out = band(measure, timing, names)
+    out["parameters"] = len(names)
+    out["measured_on_sm90"] = sum(1 for n in names if timing.param(n).label == "assumed"
+                                  and timing.param(n).source.startswith("measured on the H200"))
+    return out
 
 
 def tensor_pipe_per_block(engine) -> float:

@@ -189,15 +189,6 @@ def _kernel_cycles(kernel: str, model_name: str, parts_meta, blocks: int, timing
     return worst, per_block, run
 
 
-def _band_parameters(timing) -> list[tuple[str, float]]:
-    out = []
-    for name, p in timing.table.items():
-        if p.label == "assumed":
-            out.append((name, 1.25))
-        elif p.label == "derived":
-            out.append((name, 1.10))
-    return out
-
 
 def dram_fraction(s_q: int, topk: int, s_k: int | None) -> float:
     """Of the KV rows one batch's ``s_q`` queries gather (``topk`` each, drawn at random from its ``s_k`` tokens, as
@@ -222,7 +213,8 @@ def predict(kernel: str = "flashmla-head64", model_name: str = "v32", b: int = 1
     lines 108-139): the head64 split-KV kernel launched twice, once per 64 heads, with one scheduler and one
     combine; the SM90 kernel for 128 heads (its cluster "crossover") is not modelled. ``s_k`` (the requests' KV
     length) lets the DRAM utilization count each batch's repeated rows once (:func:`dram_fraction`); the timing does
-    not use it (the kernel is not bound by HBM bandwidth)."""
+    not use it: the engine charges every gathered row to the SM's share of HBM, so where a batch's queries repeat
+    rows the memory side of the timing is pessimistic."""
     from simtc.engine.parameters import Timing
 
     spec = KERNELS.get(kernel)
@@ -268,25 +260,19 @@ def predict(kernel: str = "flashmla-head64", model_name: str = "v32", b: int = 1
            "parts": {"sched_s": sched_s, "splitkv_s": splitkv_s, "combine_s": combine_s},
            "clock": {"label": gpu.clock_label, "source": gpu.clock_source}, "fixed_costs": fixed.source}
     if band:
-        lo2 = hi2 = gpu.clock_uncertainty ** 2
-        moved = []
-        for name, f in _band_parameters(timing):
-            effects = []
-            for t in (timing.scaled(name, f), timing.scaled(name, 1 / f)):
-                c = _kernel_cycles(kernel, m.name, pm, blocks, t, active)[0] * waves
-                effects.append(c / cycles - 1)
-            up, down = max(0.0, *effects), min(0.0, *effects)
-            hi2 += up ** 2
-            lo2 += down ** 2
-            if up or down:
-                moved.append({"name": name, "label": timing.param(name).label, "up": round(up, 4),
-                              "down": round(down, 4)})
+        from simtc.engine.sensitivity import band as param_band
+
+        b = param_band(lambda t: _kernel_cycles(kernel, m.name, pm, blocks, t, active)[0] * waves, timing,
+                       base=cycles)
+        lo2 = gpu.clock_uncertainty ** 2 + (1 - b["low"] / cycles) ** 2
+        hi2 = gpu.clock_uncertainty ** 2 + (b["high"] / cycles - 1) ** 2
+        moved = b["rests_on"]
         k = splitkv_s / seconds  # the band moves the kernel's share of the call
         out["seconds_low"] = seconds * (1 - k * math.sqrt(lo2))
         out["seconds_high"] = seconds * (1 + k * math.sqrt(hi2))
         out["tflops_low"] = flops / out["seconds_high"] / 1e12
         out["tflops_high"] = flops / out["seconds_low"] / 1e12
-        out["band_rests_on"] = sorted(moved, key=lambda r: -max(r["up"], -r["down"]))
+        out["band_rests_on"] = moved
     return out
 
 
