@@ -10,6 +10,7 @@ H200, flashmla-head64 its SM100 head64 kernel on a B200.
 from __future__ import annotations
 
 from simtc.cli._common import add_output_options, int_in
+from simtc.errors import SimtcError
 
 __all__ = ["register", "run"]
 
@@ -30,6 +31,9 @@ def register(sub) -> None:
                    help="tokens each query attends to (a multiple of 64)")
     p.add_argument("--h-q", type=int, choices=(64, 128), default=64,
                    help="query heads: 128 on flashmla-head64 launches the head64 kernel twice (default: 64)")
+    p.add_argument("--s-k", type=int_in(64, 1 << 24, "s_k is 64 ... 16777216"), default=None, metavar="S_K",
+                   help="each request's KV length: the DRAM utilization then counts a batch's repeated rows once "
+                        "(default: no repeats assumed)")
     p.add_argument("--no-band", action="store_true", help="skip the band (one engine run per unmeasured parameter)")
     add_output_options(p)
     p.set_defaults(handler=run)
@@ -50,8 +54,10 @@ def _lines(r: dict, width: int) -> list[str]:
                          f"wave(s), {r['cycles_per_block']:,.0f} cycles per block at {r['sm_clock_ghz']} GHz "
                          f"({r['clock']['label']})", width, subsequent_indent="    ")
     u = r["utilization"]
+    reuse = (f" ({r['dram_fraction']:.0%} of the gathered rows distinct, s_k = {r['s_k']})"
+             if r.get("s_k") else " (every gathered row from HBM: no --s-k)")
     out += textwrap.wrap(f"  split-KV utilization: issue {u['issue']:.0%}, tensor pipe {u['tensor_pipe']:.0%}, "
-                         f"L1/TEX {u['l1tex']:.0%}, DRAM {u['dram']:.0%}", width, subsequent_indent="    ")
+                         f"L1/TEX {u['l1tex']:.0%}, DRAM {u['dram']:.0%}{reuse}", width, subsequent_indent="    ")
     if r.get("band_rests_on"):
         top = ", ".join(f"{x['name']} [{x['label']}]" for x in r["band_rests_on"][:6])
         out += textwrap.wrap(f"  the band rests most on: {top}", width, subsequent_indent="    ")
@@ -64,5 +70,9 @@ def run(args) -> int:
     from simtc.kernels.flashmla.predict import predict
     from simtc.render.lines import LinesView
 
-    r = predict(args.kernel, args.model, args.b, args.s_q, args.topk, h_q=args.h_q, band=not args.no_band)
+    if args.s_k is not None and args.s_k < args.topk:
+        raise SimtcError(f"--s-k {args.s_k} < --topk {args.topk}: a query attends to topk of its s_k tokens",
+                         rule="simtc predict: topk <= s_k")
+    r = predict(args.kernel, args.model, args.b, args.s_q, args.topk, h_q=args.h_q, s_k=args.s_k,
+                band=not args.no_band)
     return emit(args, data=r, view=LinesView(lambda width: _lines(r, width)), title=f"simtc predict {args.kernel}")

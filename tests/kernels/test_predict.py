@@ -77,7 +77,24 @@ def test_cli_json(capsys):
     assert d["kernel"] == "flashmla-head64" and d["tflops"] > 0 and "seconds_low" not in d
 
 
-@pytest.mark.parametrize("argv", [["--b", "0"], ["--topk", "100"], ["--s-q", "0"]])
+def test_s_k_counts_a_batchs_repeated_rows_once(capsys):
+    """Two queries of a batch drawing 16,384 of 32,768 tokens each share a quarter of their rows: the DRAM
+    utilization is 3/4 of the no-repeat figure; the time does not change (every row is charged to HBM)."""
+    from simtc.cli import main
+    from simtc.kernels.flashmla.predict import dram_fraction
+
+    assert dram_fraction(2, 16384, 32768) == 0.75 and dram_fraction(1, 2048, 4096) == 1.0
+    a = predict("flashmla-sm90", "v32", 8, 2, 4096, band=False)
+    b = predict("flashmla-sm90", "v32", 8, 2, 4096, s_k=8192, band=False)
+    assert b["seconds"] == a["seconds"] and b["s_k"] == 8192 and a["s_k"] is None
+    assert b["utilization"]["dram"] == pytest.approx(a["utilization"]["dram"] * 0.75, abs=1e-3)
+    assert main(["predict", "flashmla-sm90", "--b", "8", "--s-q", "2", "--topk", "4096", "--s-k", "8192",
+                 "--no-band", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["dram_fraction"] == 0.75
+
+
+@pytest.mark.parametrize("argv", [["--b", "0"], ["--topk", "100"], ["--s-q", "0"], ["--s-k", "64"],
+                                  ["--s-k", "x"]])
 def test_cli_refuses_bad_shapes(argv, capsys):
     from simtc.cli import main
 

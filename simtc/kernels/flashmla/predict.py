@@ -252,7 +252,8 @@ def predict(kernel: str = "flashmla-head64", model_name: str = "v32", b: int = 1
             "l1tex": run["units"]["smem_port"] / run_cycles,
             "dram": dram_fraction(s_q, topk, s_k) * run["hbm_bytes"] * active / (run_cycles / (gpu.clock_ghz * 1e9))
             / gpu.dram_peak_bytes_per_s}
-    out = {"kernel": kernel, "model": m.name, "b": b, "s_q": s_q, "topk": topk, "h_q": h_q, "gpu": gpu.name,
+    out = {"kernel": kernel, "model": m.name, "b": b, "s_q": s_q, "topk": topk, "h_q": h_q, "s_k": s_k,
+           "gpu": gpu.name,
            "seconds": seconds, "tflops": flops / seconds / 1e12, "cycles_per_block": per_block,
            "sm_parts": parts, "waves": waves, "sm_clock_ghz": gpu.clock_ghz,
            "utilization": {k: round(min(v, 1.0), 4) for k, v in util.items()},
