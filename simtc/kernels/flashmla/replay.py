@@ -27,6 +27,10 @@ B200 whose every SM runs a request like this one (``sm_count`` SMs, each with it
 * ``tflops_steady`` -- one block of the steady state: FLOPs per block over the cycles between consecutive
   completions of the PV MMAs (``cycles_per_block_steady``: ``sv_done`` phase to phase, averaged).
 
+Memory stays bounded per block: inputs, the reference P and the reference attention work in groups of blocks, and
+the P check keeps a 16-byte digest per block (:class:`PTrace`) rather than the block; :func:`memory_estimate` is the
+peak a replay needs (``benchmarks/replay_memory.py`` measures it). ``replay(..., progress=f)`` reports each phase.
+
 Neither is a bound: both are the engine's prediction from its labelled parameters (``simtc timing
 sensitivity flashmla-head64`` shows which ones they rest on). FlashMLA publishes "up to 350 TFlops on B200"
 for its own benchmark shapes, which also run the scheduler and combine kernels.
@@ -57,15 +61,18 @@ __all__ = [
     "PUBLISHED_TFLOPS",
     "Head64Inputs",
     "Head64Replay",
+    "PTrace",
     "block_flops",
     "call_flops",
     "clear_caches",
     "hbm_bound",
     "make_inputs",
+    "memory_estimate",
     "reference_p",
     "reference_p_chunks",
     "replay",
     "rescale_blocks",
+    "run_engine",
     "split_dims",
     "steady_cycles_per_block",
     "sv_done_cycles",
@@ -137,7 +144,7 @@ def _bf16(x) -> np.ndarray:
     return decode_bits(encode_bits(np.asarray(x, np.float32), "bf16"), "bf16")
 
 
-_CHUNK = 1 << 14
+_CHUNK = 1 << 12
 """Tokens drawn per step when making inputs (the same random stream as one draw; bounded memory)."""
 
 
@@ -217,7 +224,7 @@ def reference_p(inp: Head64Inputs) -> np.ndarray:
     return out
 
 
-def rescale_blocks(inp: Head64Inputs, p: np.ndarray | None = None) -> list[bool]:
+def rescale_blocks(inp: Head64Inputs, p: np.ndarray | None = None, progress=None) -> list[bool]:
     """Which blocks take the lazy O rescale (``kernel.cuh`` lines 231-246, 268-291), from P as the kernel computes
     it (``p``: the reference P, or None to compute it group by group without keeping it)."""
     scale = inp.sm_scale_div_log2
@@ -227,6 +234,8 @@ def rescale_blocks(inp: Head64Inputs, p: np.ndarray | None = None) -> list[bool]
     for i0, pc in chunks:
         for j in range(len(pc)):
             out.append(_rescale_step(inp, i0 + j, pc[j], mi, scale))
+        if progress is not None:
+            progress("reference P", i0 + len(pc), inp.blocks)
     return out
 
 
@@ -245,9 +254,10 @@ def _rescale_step(inp: Head64Inputs, i: int, p_block: np.ndarray, mi: np.ndarray
     return flag
 
 
-def reference_attention(inp: Head64Inputs, step: int = 64) -> tuple[np.ndarray, np.ndarray]:
+def reference_attention(inp: Head64Inputs, step: int = 64, progress=None) -> tuple[np.ndarray, np.ndarray]:
     """float64 O (64 x 512) and LSE (64,) on the dequantized inputs, with the attention sink: an online softmax
-    over groups of ``step`` blocks (the same attention as one pass, in bounded memory)."""
+    over groups of ``step`` blocks (the same attention as one pass, in bounded memory). ``progress``: called as
+    ``progress("reference O", blocks done, blocks)``."""
     q = inp.q.astype(np.float64)
     mx = np.full(B_H, -np.inf)
     acc = np.zeros((B_H, 512))
@@ -264,6 +274,8 @@ def reference_attention(inp: Head64Inputs, step: int = 64) -> tuple[np.ndarray, 
         acc = acc * old[:, None] + e @ k[:, :512]
         den = den * old + e.sum(axis=1)
         mx = new
+        if progress is not None:
+            progress("reference O", min(inp.blocks, i + step), inp.blocks)
     with np.errstate(divide="ignore", invalid="ignore"):
         o = acc / (den + np.exp(inp.attn_sink.astype(np.float64) - mx))[:, None]
         return o, mx + np.log(den)
@@ -288,13 +300,66 @@ def load_inputs(cta, inp: Head64Inputs) -> None:
     g["kv_rope"] = np.ascontiguousarray(g["kv_nope"][:, m.rope_offset:m.rope_offset + 2 * m.d_rope]).view(np.uint16)
     g["o"] = np.zeros(65536, np.uint8)
     g["lse"] = np.zeros(B_H, np.float32)
-    g["head64.p_trace"] = np.zeros((inp.blocks, 2 * B_H, B_TOPK), np.float32)
+    g["head64.p_trace"] = PTrace(inp.blocks)
     for name, v in (("page_block_size", inp.page_block_size), ("num_pages", inp.num_pages),
                     ("rows_per_page", inp.rows_per_page), ("tma_k_stride", m.tma_k_stride),
                     ("topk_length", inp.topk_length), ("num_scales", 4 if m.v32 else 8)):
         g[f"head64.{name}"] = np.array([v], np.int64)
     g["head64.sm_scale_div_log2"] = np.array([inp.sm_scale_div_log2], np.float32)
     g["head64.attn_sink_log2"] = (inp.attn_sink * np.float32(math.log2(math.e))).astype(np.float32)
+
+
+class PTrace:
+    """What the softmax warps' ``tcgen05.ld`` of P returned, block by block, for the P check, in bounded memory.
+
+    Stands where a (blocks, 128, 64) float32 array would (``cta.gmem["head64.p_trace"]``; the softmax effect writes
+    ``trace[block, lanes, columns] = values``): a block's P is held only until its eight writes (four softmax
+    warps, two column halves each) have landed, then kept as a 16-byte BLAKE2b digest of its bits, so a long
+    request keeps 16 bytes per block instead of 32 KiB. :meth:`matches` compares a block with the reference P's
+    bits; a block never written compares as zeros, one written more than eight times never matches.
+    """
+
+    WRITES_PER_BLOCK = 8
+
+    def __init__(self, blocks: int):
+        self.blocks = blocks
+        self._open: dict[int, np.ndarray] = {}
+        self._writes: dict[int, int] = {}
+        self._digests: dict[int, bytes | None] = {}
+
+    @staticmethod
+    def _digest(p: np.ndarray) -> bytes:
+        import hashlib
+
+        return hashlib.blake2b(np.ascontiguousarray(p, np.float32).view(np.uint32).tobytes(), digest_size=16).digest()
+
+    def __setitem__(self, key, value) -> None:
+        blk = int(key[0])
+        if not -self.blocks <= blk < self.blocks:
+            raise IndexError(f"index {blk} is out of bounds for axis 0 with size {self.blocks}")
+        blk %= self.blocks
+        if blk in self._digests:  # written again after its eight writes: no longer checkable
+            self._digests[blk] = None
+            return
+        buf = self._open.get(blk)
+        if buf is None:
+            buf = self._open[blk] = np.zeros((2 * B_H, B_TOPK), np.float32)
+        buf[key[1:]] = value
+        n = self._writes[blk] = self._writes.get(blk, 0) + 1
+        if n == self.WRITES_PER_BLOCK:
+            self._digests[blk] = self._digest(self._open.pop(blk))
+
+    def matches(self, i: int, p: np.ndarray) -> bool:
+        """Whether block ``i`` holds exactly the bits of ``p`` (128, 64)."""
+        if i in self._open:
+            return self._digest(self._open[i]) == self._digest(p)
+        d = self._digests.get(i, self._digest(np.zeros((2 * B_H, B_TOPK), np.float32)))
+        return d is not None and d == self._digest(p)
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes held for the blocks (open buffers and digests)."""
+        return sum(b.nbytes for b in self._open.values()) + 16 * len(self._digests)
 
 
 def read_o(o_image: np.ndarray) -> np.ndarray:
@@ -447,6 +512,55 @@ def clear_caches() -> None:
     read.clear_caches()
 
 
+BASE_BYTES = 300 << 20
+"""Memory a numerics replay needs whatever its length: the interpreter and libraries (~60 MiB), the inputs'
+drawing chunks, the reference P group and the float64 reference attention's 64-block group (together about
+250 MiB at their peak, measured with ``benchmarks/replay_memory.py``)."""
+RUN_BYTES_PER_BLOCK = 64 << 10
+"""Memory per block beyond the KV cache: the RoPE view of the cache (16 KiB), the engine's trace (~23 KiB, ~640
+events) and state, the Program's share; measured ~30 KiB after the cache, rounded up."""
+
+
+def memory_estimate(model_name: str | Head64Model = "v32", blocks: int = 4, *, timing_only: bool = False) -> int:
+    """Bytes a :func:`replay` of ``blocks`` blocks needs at its peak (an upper estimate, for refusing a request
+    that would not fit): a fixed part, the seeded KV cache (``2 x blocks + 2`` page blocks of 64 token rows) and
+    :data:`RUN_BYTES_PER_BLOCK`. Timing only builds no data: 80 MiB and the run's share per block.
+
+    >>> round(memory_estimate("v32", 4096) / 2**20), round(memory_estimate("v32", 4096, timing_only=True) / 2**20)
+    (884, 336)
+    """
+    m = model(model_name)
+    if timing_only:
+        return (80 << 20) + RUN_BYTES_PER_BLOCK * blocks
+    rows = PAGE_BLOCK_SIZE if m.v32 else -(-PAGE_BLOCK_SIZE * (m.tma_k_stride + 8) // m.tma_k_stride)
+    cache = (2 * blocks + 2) * rows * m.tma_k_stride
+    return BASE_BYTES + cache + RUN_BYTES_PER_BLOCK * blocks
+
+
+ENGINE_SLICE = 50_000
+"""Cycles the engine runs between two progress reports (:func:`run_engine`)."""
+
+
+def _silent(phase: str, done: int, total: int) -> None:
+    """A progress callback that shows nothing."""
+
+
+def run_engine(eng, progress=None):
+    """``eng.run()``; with a ``progress(phase, done, total)`` callback, in slices of :data:`ENGINE_SLICE` cycles
+    (``Engine.run(until)``: the same events in the same order), reporting the records issued by every warp."""
+    if progress is None:
+        return eng.run()
+    total = sum(len(w.ops) for w in eng.warps)
+    progress("engine", 0, total)
+    until = 0
+    while not eng.finished:
+        until = max(until, eng.now) + ENGINE_SLICE
+        eng.run(until)
+        progress("engine", sum(w.pc for w in eng.warps), total)
+    progress("engine", total, total)
+    return eng
+
+
 def _rescale_flags(blocks: int, rescale) -> list[bool]:
     """Block indices (``rescale``) -> one flag per block; refused when out of range (block 0 never rescales)."""
     idx = sorted({int(i) for i in rescale})
@@ -458,7 +572,7 @@ def _rescale_flags(blocks: int, rescale) -> list[bool]:
 
 def replay(model_name: str | Head64Model = "v32", blocks: int = 4, seed: int = 0, *, timing_only: bool = False,
            check: bool = True, transform=None, keep_engine: bool = False,
-           inputs: Head64Inputs | None = None, rescale=None, timing=None) -> Head64Replay:
+           inputs: Head64Inputs | None = None, rescale=None, timing=None, progress=None) -> Head64Replay:
     """Replay one request on the engine and check it (numerics skipped with ``timing_only``).
 
     ``timing``: the engine's :class:`~simtc.engine.parameters.Timing` (default: the sm100 table).
@@ -471,6 +585,9 @@ def replay(model_name: str | Head64Model = "v32", blocks: int = 4, seed: int = 0
     them from the data (:func:`rescale_blocks` on the reference P); a given list is used as is (the softmax
     effect refuses a block whose data disagrees). With ``timing_only`` no inputs are built and no P is
     computed: the pattern is an assumption, None meaning no block rescales (``rescale_source`` = "assumed").
+    ``progress``: None, or a function ``progress(phase, done, total)`` called as the work advances -- phases
+    "inputs", "reference P" (blocks), "engine" (records issued of all warps; the engine then runs in slices of
+    :data:`ENGINE_SLICE` cycles, the same events in the same order), "reference O" and "P check" (blocks).
 
     Seconds, all measured inside this call (no interpreter start-up): ``wall_seconds`` is the replay proper
     (building the Program, loading the request into global memory, the engine run with the semantics layer and
@@ -487,8 +604,11 @@ def replay(model_name: str | Head64Model = "v32", blocks: int = 4, seed: int = 0
     if inputs is not None:
         m, blocks, seed = inputs.model, inputs.blocks, inputs.seed
     inp = None
+    tell = progress or _silent
     if not timing_only:
+        tell("inputs", 0, 1)
         inp = inputs if inputs is not None else make_inputs(m, blocks, seed)
+        tell("inputs", 1, 1)
     t_chk = time.perf_counter()
     inputs_s = t_chk - t_in
     if rescale is not None:
@@ -496,7 +616,7 @@ def replay(model_name: str | Head64Model = "v32", blocks: int = 4, seed: int = 0
     elif timing_only:
         resc, source = [False] * blocks, "assumed"
     else:
-        resc, source = rescale_blocks(inp), "data"  # the reference P group by group, not kept
+        resc, source = rescale_blocks(inp, progress=progress), "data"  # the reference P group by group, not kept
     t0 = time.perf_counter()
     check_s = t0 - t_chk
     with gc_paused():  # building allocates many small long-lived records (no garbage cycles)
@@ -504,27 +624,32 @@ def replay(model_name: str | Head64Model = "v32", blocks: int = 4, seed: int = 0
     if transform is not None:
         program = transform(program)
     if timing_only:
-        eng = Engine(program, mode="timing", check=check, timing=timing).run()
+        eng = run_engine(Engine(program, mode="timing", check=check, timing=timing), progress)
     else:
         cta = Cta()
         cta.init_barriers(program)
         load_inputs(cta, inp)
         for r in setup_records(m):
             execute(r, cta, warp=0)
-        eng = Engine(program, mode="semantics", check=check, cta=cta, timing=timing).run()
+        eng = run_engine(Engine(program, mode="semantics", check=check, cta=cta, timing=timing), progress)
         o, lse = read_o(cta.gmem["o"]), cta.gmem["lse"]
     o_err = lse_err = p_exact = None
     if not timing_only:
         t_c = time.perf_counter()
         if inp.valid.any():
-            o_ref, lse_ref = reference_attention(inp)
+            o_ref, lse_ref = reference_attention(inp, progress=progress)
             o_err = float(np.linalg.norm(o - o_ref) / np.linalg.norm(o_ref))
             lse_err = float(np.abs(lse.astype(np.float64) - lse_ref).max())
         else:  # no valid token: O = 0 and LSE = +inf exactly (kernel.cuh lines 316-317, 346)
             o_err = 0.0 if not o.any() else float("inf")
             lse_err = 0.0 if np.all(lse == np.inf) else float("inf")
-        trace = cta.gmem["head64.p_trace"].view(np.uint32)
-        p_exact = all(np.array_equal(trace[i:i + len(p)], p.view(np.uint32)) for i, p in reference_p_chunks(inp))
+        trace = cta.gmem["head64.p_trace"]
+        p_exact = True
+        for i, p in reference_p_chunks(inp):
+            p_exact = p_exact and all(trace.matches(i + j, pj) for j, pj in enumerate(p))
+            tell("P check", i + len(p), blocks)
+            if not p_exact:
+                break
         dt = time.perf_counter() - t_c
         check_s += dt
         t0 += dt
