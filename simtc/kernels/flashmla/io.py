@@ -16,7 +16,11 @@ Each (batch, query) row is one request of the head64 kernel: :func:`request` con
 replay's :class:`~simtc.kernels.flashmla.replay.Head64Inputs` (Q values, the cache bytes, the row's
 indices and the dequantized K of the float64 reference, through :mod:`simtc.numerics.dequant`), and
 :func:`replay_inputs` replays every row and gathers the outputs. :func:`make_inputs` writes random
-inputs, quantizing a bf16 K the way FlashMLA's ``tests/quant.py`` ``quantize_k_cache`` does.
+inputs, quantizing a bf16 K the way FlashMLA's ``tests/quant.py`` ``quantize_k_cache`` does, in chunks (peak
+memory near its outputs' size). :func:`make_inputs_memory` and :func:`inputs_file_memory` estimate the memory a
+request needs from its sizes alone, so that ``simtc`` can refuse one that would not fit before any work. A file
+that cannot be read or written raises :class:`FlashMLAFileError` naming it; a truncated or corrupt archive a
+:class:`FlashMLAFormatError`.
 
 Sources (``deepseek-ai/FlashMLA``, read at ``9241ae3`` unless another commit is named): ``csrc/api/sparse_decode.h``
 (shapes, dtypes, ``bytes_per_token`` 656 / 584, ``kv.stride(1) == bytes_per_token``, ``topk_length`` [b],
@@ -36,6 +40,7 @@ scale" (the 656-byte V32 record, the 584-byte MODEL1 token).
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 from collections.abc import Mapping, Sequence
@@ -51,10 +56,10 @@ from simtc.kernels.flashmla.models import MODELS, Head64Model, model
 from simtc.numerics.formats import decode_bits, encode_bits
 
 __all__ = [
-    "INPUT_KEYS", "OPTIONAL_KEYS", "OUTPUT_KEYS", "FileReplay", "FlashMLAFormatError", "FlashMLAInputs",
-    "FlashMLAOutputs", "KvLayout", "dequant_tokens", "kv_layout", "load_inputs", "load_outputs", "make_inputs",
-    "quantize_kv", "replay_file", "replay_inputs", "request", "save_inputs", "save_outputs", "validate_inputs",
-    "validate_outputs",
+    "INPUT_KEYS", "OPTIONAL_KEYS", "OUTPUT_KEYS", "FileReplay", "FlashMLAFileError", "FlashMLAFormatError",
+    "FlashMLAInputs", "FlashMLAOutputs", "KvLayout", "dequant_tokens", "file_shapes", "inputs_file_memory", "kv_layout",
+    "load_inputs", "load_outputs", "make_inputs", "make_inputs_memory", "quantize_kv", "replay_file", "replay_inputs",
+    "request", "save_inputs", "save_outputs", "validate_inputs", "validate_outputs",
 ]
 
 INPUT_KEYS = ("q", "kv", "indices", "page_block_size", "sm_scale", "model")
@@ -74,6 +79,29 @@ SCALE_FLOOR = 1e-4
 
 class FlashMLAFormatError(SimtcError, ValueError):
     """A FlashMLA inputs or outputs file (or array set) that breaks a rule of the format."""
+
+
+class FlashMLAFileError(SimtcError, OSError):
+    """A file the user named that cannot be read or written (missing, a directory, no permission, disk full)."""
+
+
+_FILE_ERRORS: dict[type, type] = {OSError: FlashMLAFileError}
+
+
+def _file_error(path, e: OSError, reading: bool) -> FlashMLAFileError:
+    """``e`` as a :class:`FlashMLAFileError` naming ``path``; also an instance of ``e``'s own class
+    (``FileNotFoundError``, ``PermissionError`` ...), with its errno, so that handlers of those keep working."""
+    base = type(e)
+    cls = _FILE_ERRORS.get(base)
+    if cls is None:
+        cls = _FILE_ERRORS[base] = type(f"FlashMLA{base.__name__}", (FlashMLAFileError, base), {})
+    verb = "read" if reading else "write"
+    why = e.strerror or str(e) or type(e).__name__
+    err = cls(f"cannot {verb} {os.fspath(path)!r}: {why}",
+              rule="an inputs file is an existing, readable .npz file" if reading else
+              "an output file goes into an existing, writable directory with room for it")
+    err.errno, err.filename = e.errno, os.fspath(path)
+    return err
 
 
 def _bad(message: str, rule: str, ref: str = _DOC) -> FlashMLAFormatError:
@@ -175,27 +203,64 @@ class FlashMLAOutputs:
 
 
 # ---- reading and checking ---------------------------------------------------------------------------------
+_CORRUPT = (ValueError, EOFError, KeyError, NotImplementedError, RuntimeError)
+"""What numpy and zipfile raise on a truncated or corrupt archive (``zipfile.BadZipFile`` and ``zlib.error`` are
+added where they are imported): reported as a bad file, never as a bug."""
+
+
+def _corrupt_errors() -> tuple:
+    import zipfile
+    import zlib
+
+    return (*_CORRUPT, zipfile.BadZipFile, zlib.error)
+
+
 def _load_npz(path: str | os.PathLike, what: str) -> dict[str, np.ndarray]:
+    name = os.fspath(path)
+    rule = f"a FlashMLA {what} file is an .npz archive (numpy.savez), complete"
+    with contextlib.ExitStack() as stack:
+        try:  # opened here: numpy leaves its own file open when the archive is corrupt
+            fh = stack.enter_context(open(path, "rb"))
+        except OSError as e:  # the file itself: missing, a directory, no permission
+            raise _file_error(path, e, reading=True) from None
+        return _read_npz(fh, name, what, rule)
+
+
+def _read_npz(fh, name: str, what: str, rule: str) -> dict[str, np.ndarray]:
+    path = name
     try:
-        f = np.load(path, allow_pickle=False)
-    except (OSError, ValueError, EOFError) as e:
-        if isinstance(e, FileNotFoundError | IsADirectoryError | PermissionError):
-            raise
+        f = np.load(fh, allow_pickle=False)
+    except OSError as e:
+        if e.errno is not None:  # an I/O error while reading
+            raise _file_error(path, e, reading=True) from None
+        raise _bad(f"{name!r} is not a numpy .npz archive ({e})", rule) from None
+    except _corrupt_errors() as e:
         # numpy's own text for a non-archive talks about unpickling it; it is never loaded that way here
-        why = "not a zip archive of .npy arrays" if "pickle" in str(e) else str(e)
-        raise _bad(f"{os.fspath(path)!r} is not a numpy .npz archive ({why})",
-                   f"a FlashMLA {what} file is an .npz archive (numpy.savez)") from None
+        if "pickle" in str(e):
+            raise _bad(f"{name!r} is not a numpy .npz archive (not a zip archive of .npy arrays)", rule) from None
+        raise _bad(f"{name!r} is not a readable .npz archive ({type(e).__name__}: {e}); it may be truncated or "
+                   "corrupt", rule) from None
     if not isinstance(f, np.lib.npyio.NpzFile):
-        raise _bad(f"{os.fspath(path)!r} holds a single .npy array, not an .npz archive of named arrays",
-                   f"a FlashMLA {what} file is an .npz archive (numpy.savez)")
+        raise _bad(f"{name!r} holds a single .npy array, not an .npz archive of named arrays", rule)
     out = {}
     with f:
         for k in f.files:
             try:
                 out[k] = f[k]
-            except ValueError:  # object arrays need pickle, which is refused
-                raise _bad(f"{what} array {k!r} is an object array",
-                           "no pickled or object arrays (files are read with allow_pickle=False)") from None
+            except ValueError as e:
+                if "allow_pickle" in str(e):  # object arrays need pickle, which is refused
+                    raise _bad(f"{what} array {k!r} is an object array",
+                               "no pickled or object arrays (files are read with allow_pickle=False)") from None
+                raise _bad(f"{name!r}: array {k!r} cannot be read ({e}); the file may be truncated or corrupt",
+                           rule) from None
+            except OSError as e:
+                if e.errno is not None:
+                    raise _file_error(path, e, reading=True) from None
+                raise _bad(f"{name!r}: array {k!r} cannot be read ({e}); the file may be truncated or corrupt",
+                           rule) from None
+            except _corrupt_errors() as e:
+                raise _bad(f"{name!r}: array {k!r} cannot be read ({type(e).__name__}: {e}); the file may be "
+                           "truncated or corrupt", rule) from None
     return out
 
 
@@ -326,46 +391,49 @@ def _token_bytes(inp: FlashMLAInputs, tokens: np.ndarray):
 
 
 def _check_tokens(inp: FlashMLAInputs) -> None:
-    """The referenced token records carry no code the format forbids (unreferenced bytes may hold anything)."""
+    """The referenced token records carry no code the format forbids (unreferenced bytes may hold anything).
+    Read in groups of tokens (bounded memory); the first bad NoPE byte is reported before the first bad scale,
+    and that before the first bad RoPE value, as one pass over all tokens would."""
     v = inp.valid()
     if not v.any():
         return
     toks, first = np.unique(inp.indices[v], return_index=True)
-    pos = np.argwhere(v)[first]  # (batch, query, position) of each token's first reference
-    nope, scales, rope = _token_bytes(inp, toks)
+    pos = np.stack(np.unravel_index(np.flatnonzero(v)[first], v.shape), axis=1)  # (batch, query, position) of each
+    # token's first reference (np.argwhere(v)[first], without a row of three int64 per valid index)
     m = inp.model
+    found: dict[int, tuple[int, str, str, str]] = {}  # check -> (token number, what, rule, ref) of its first hit
 
-    def fail(rows: np.ndarray, text: str, rule: str, ref: str = _DOC) -> None:
-        i = int(np.argmax(rows))
-        t = int(toks[i])
-        raise _bad(f"kv token {t} (block {t // inp.page_block_size}, row {t % inp.page_block_size}), referenced "
-                   f"by indices{list(int(x) for x in pos[i])}: {text(i)}", rule, ref)
+    def note(check: int, t0: int, bad: np.ndarray, text, rule: str, ref: str = _DOC) -> None:
+        if check not in found and bad.any():
+            i = int(np.argmax(bad.any(axis=1)))
+            found[check] = (t0 + i, text(i), rule, ref)
 
-    bad = (nope & 0x7F) == 0x7F
-    if bad.any():
-        rows = bad.any(axis=1)
-        fail(rows, lambda i: f"NoPE byte {int(np.argmax(bad[i]))} is the e4m3 NaN code 0x{int(nope[i][bad[i]][0]):02X}",
-             "NoPE bytes are finite e4m3 codes (0x7F and 0xFF are NaN; FlashMLA's quantizer never writes them)",
-             _QUANT)
-    if m.v32:
-        exp = (scales >> 23) & 0xFF
-        bad = (scales >> 31 != 0) | (scales & 0x7FFFFF != 0) | (exp == 0) | (exp == 0xFF)
-        if bad.any():
-            rows = bad.any(axis=1)
-            fail(rows, lambda i: f"scale {int(np.argmax(bad[i]))} = {float(scales[i].view(np.float32)[bad[i]][0])!r}",
+    for t0 in range(0, len(toks), _CHUNK_TOKENS):
+        nope, scales, rope = _token_bytes(inp, toks[t0:t0 + _CHUNK_TOKENS])
+        bad = (nope & 0x7F) == 0x7F
+        note(0, t0, bad, lambda i, bad=bad, nope=nope: f"NoPE byte {int(np.argmax(bad[i]))} is the e4m3 NaN code "
+             f"0x{int(nope[i][bad[i]][0]):02X}",
+             "NoPE bytes are finite e4m3 codes (0x7F and 0xFF are NaN; FlashMLA's quantizer never writes them)", _QUANT)
+        if m.v32:
+            exp = (scales >> 23) & 0xFF
+            bad = (scales >> 31 != 0) | (scales & 0x7FFFFF != 0) | (exp == 0) | (exp == 0xFF)
+            note(1, t0, bad, lambda i, bad=bad, scales=scales: f"scale {int(np.argmax(bad[i]))} = "
+                 f"{float(scales[i].view(np.float32)[bad[i]][0])!r}",
                  "V32 scales are finite positive powers of two (FlashMLA's quantizer rounds them up to 2^k; the head64 "
                  "kernel converts them to e8m0 (round toward zero) or bf16: both exact only for powers of two)",
                  _QUANT)
-    else:
-        bad = scales == 0xFF
-        if bad.any():
-            fail(bad.any(axis=1), lambda i: f"ue8m0 scale {int(np.argmax(bad[i]))} is 0xFF (NaN)",
+        else:
+            bad = scales == 0xFF
+            note(1, t0, bad, lambda i, bad=bad: f"ue8m0 scale {int(np.argmax(bad[i]))} is 0xFF (NaN)",
                  "MODEL1 scales are ue8m0 codes 0x00-0xFE (0xFF is NaN)", _QUANT)
-    bad = (rope & 0x7F80) == 0x7F80
-    if bad.any():
-        fail(bad.any(axis=1), lambda i: f"RoPE value {int(np.argmax(bad[i]))} is bf16 Inf/NaN "
-                                        f"0x{int(rope[i][bad[i]][0]):04X}",
-             "RoPE holds finite bf16 values")
+        bad = (rope & 0x7F80) == 0x7F80
+        note(2, t0, bad, lambda i, bad=bad, rope=rope: f"RoPE value {int(np.argmax(bad[i]))} is bf16 Inf/NaN "
+             f"0x{int(rope[i][bad[i]][0]):04X}", "RoPE holds finite bf16 values")
+    for check in sorted(found):
+        i, text, rule, ref = found[check]
+        t = int(toks[i])
+        raise _bad(f"kv token {t} (block {t // inp.page_block_size}, row {t % inp.page_block_size}), referenced "
+                   f"by indices{list(int(x) for x in pos[i])}: {text}", rule, ref)
 
 
 def validate_outputs(arrays: Mapping[str, np.ndarray], inputs: FlashMLAInputs | None = None) -> FlashMLAOutputs:
@@ -393,8 +461,17 @@ def load_outputs(path: str | os.PathLike, inputs: FlashMLAInputs | None = None) 
 
 
 def _save(path: str | os.PathLike, arrays: Mapping[str, np.ndarray]) -> None:
-    with open(path, "wb") as f:  # a file object: numpy.savez would append ".npz" to a name without it
-        np.savez(f, **arrays)
+    """Write ``arrays`` to exactly ``path``; an OSError names the file, and a regular file this call created is
+    removed again rather than left half written."""
+    existed = os.path.lexists(path)
+    try:
+        with open(path, "wb") as f:  # a file object: numpy.savez would append ".npz" to a name without it
+            np.savez(f, **arrays)
+    except OSError as e:
+        if not existed and os.path.isfile(path):
+            with contextlib.suppress(OSError):
+                os.remove(path)
+        raise _file_error(path, e, reading=False) from None
 
 
 def save_inputs(path: str | os.PathLike, inputs: FlashMLAInputs) -> None:
@@ -483,10 +560,14 @@ def quantize_kv(k_bits, m: str | Head64Model, *, block_stride: int | None = None
     return out
 
 
+_CHUNK_TOKENS = 4096
+"""Tokens (rows of 576 or 512 values) per draw in :func:`make_inputs`: the same stream as one draw, bounded memory."""
+
+
 def make_inputs(model_name: str | Head64Model = "v32", b: int = 1, s_q: int = 1, topk: int = 128, *, seed: int = 0,
                 invalid_frac: float = 0.05, attn_sink: bool = False, page_block_size: int = 64,
                 num_blocks: int | None = None, block_stride: int | None = None, empty_rows: int = 0,
-                hot_scale: int = 3, topk_length: Sequence[int] | None = None) -> FlashMLAInputs:
+                hot_scale: int = 3, topk_length: Sequence[int] | None = None, progress=None) -> FlashMLAInputs:
     """Random inputs in FlashMLA's format (validated before they are returned).
 
     K ~ N(0, 1) rounded to bf16, quantized by :func:`quantize_kv`; the cache's padding (and MODEL1's pad byte)
@@ -494,7 +575,8 @@ def make_inputs(model_name: str | Head64Model = "v32", b: int = 1, s_q: int = 1,
     tokens; a fraction ``invalid_frac`` of positions becomes -1; the last ``empty_rows`` rows (in (batch, query)
     order) are all -1. ``hot_scale``: with two or more blocks, positions 0-3 of the middle block of every row
     are 4 hot tokens whose K is scaled by ``2**hot_scale`` before quantization -- large scores that force the
-    kernel's lazy O rescale (threshold 2^6 on exp2 values) for ``hot_scale`` >= 3 (0: none).
+    kernel's lazy O rescale (threshold 2^6 on exp2 values) for ``hot_scale`` >= 3 (0: none). ``progress``: None,
+    or ``progress("make", step, 5)`` after each of its five steps (:func:`make_inputs_memory` estimates its peak).
     """
     m = model(model_name)
     for nm, v, lo in (("b", b, 1), ("s_q", s_q, 1), ("page_block_size", page_block_size, 1), ("seed", seed, 0)):
@@ -515,21 +597,49 @@ def make_inputs(model_name: str | Head64Model = "v32", b: int = 1, s_q: int = 1,
                    "the cache holds at least topk distinct tokens")
     lay = kv_layout(m, page_block_size)
     stride = block_stride if block_stride is not None else _default_stride(lay)
+    tell = progress or (lambda phase, done, total: None)
+    tell("make", 0, 5)
     kv = rng.integers(0, 256, size=(num_blocks, stride), dtype=np.uint8)
-    x = rng.normal(size=(ntok, m.d_q)).astype(np.float32)
+    # Every draw below is made in chunks (the same random stream as one draw) so that the peak stays near the
+    # outputs' size: K is kept as bf16 bits; the hot tokens are scaled after rounding, which gives the same bits
+    # as scaling first (a power of two, on normal floats far from overflow, commutes with rounding to bf16).
+    k_bits = np.empty((ntok, m.d_q), np.uint16)
+    for t0 in range(0, ntok, _CHUNK_TOKENS):
+        t1 = min(ntok, t0 + _CHUNK_TOKENS)
+        k_bits[t0:t1] = encode_bits(rng.normal(size=(t1 - t0, m.d_q)).astype(np.float32), "bf16")
+    tell("make", 1, 5)
     perm = rng.permutation(ntok)
     hot, cold = perm[:n_hot], perm[n_hot:]
-    x[hot] *= np.float32(2.0 ** hot_scale)
-    k_bits = encode_bits(x, "bf16").reshape(num_blocks, page_block_size, m.d_q)
-    quantize_kv(k_bits, m, out=kv)
-    idx = np.stack([rng.choice(cold, size=topk, replace=False) for _ in range(b * s_q)]).astype(np.int32)
+    del perm
+    if n_hot:
+        k_bits[hot] = encode_bits(decode_bits(k_bits[hot], "bf16") * np.float32(2.0 ** hot_scale), "bf16")
+    k_bits = k_bits.reshape(num_blocks, page_block_size, m.d_q)
+    step = max(1, _CHUNK_TOKENS // page_block_size)
+    for b0 in range(0, num_blocks, step):
+        quantize_kv(k_bits[b0:b0 + step], m, out=kv[b0:b0 + step])
+    del k_bits
+    tell("make", 2, 5)
+    rows = b * s_q
+    idx = np.empty((rows, topk), np.int32)
+    for r in range(rows):
+        idx[r] = rng.choice(cold, size=topk, replace=False)
     if n_hot:
         mid = B_TOPK * (topk // B_TOPK // 2)
         idx[:, mid:mid + n_hot] = hot
-    idx[rng.random(idx.shape) < invalid_frac] = -1
+    per = max(1, _CHUNK_TOKENS * 64 // topk)  # rows per draw of the invalid positions
+    for r0 in range(0, rows, per):
+        chunk = idx[r0:r0 + per]
+        chunk[rng.random(chunk.shape) < invalid_frac] = -1
     if empty_rows:
-        idx[b * s_q - empty_rows:] = -1
-    q = encode_bits(rng.normal(size=(b, s_q, B_H, m.d_q)).astype(np.float32), "bf16")
+        idx[rows - empty_rows:] = -1
+    tell("make", 3, 5)
+    q = np.empty((rows, B_H, m.d_q), np.uint16)
+    per = max(1, _CHUNK_TOKENS // B_H)
+    for r0 in range(0, rows, per):
+        n = min(rows, r0 + per) - r0
+        q[r0:r0 + n] = encode_bits(rng.normal(size=(n, B_H, m.d_q)).astype(np.float32), "bf16")
+    q = q.reshape(b, s_q, B_H, m.d_q)
+    tell("make", 4, 5)
     sink = rng.normal(size=B_H).astype(np.float32) if attn_sink else None
     tl = None if topk_length is None else np.asarray(topk_length, np.int32).reshape(-1)
     arrays = {"q": q, "kv": kv, "indices": idx.reshape(b, s_q, topk), "page_block_size": np.int64(page_block_size),
@@ -538,7 +648,88 @@ def make_inputs(model_name: str | Head64Model = "v32", b: int = 1, s_q: int = 1,
         arrays["attn_sink"] = sink
     if tl is not None:
         arrays["topk_length"] = tl
-    return validate_inputs(arrays)
+    out = validate_inputs(arrays)
+    tell("make", 5, 5)
+    return out
+
+
+# ---- memory estimates (for refusing what would not fit) -----------------------------------------------------
+_FIXED_BYTES = 80 << 20
+"""The interpreter, numpy and simtc (measured ~60 MiB), rounded up."""
+BYTES_PER_VALUE = 36
+"""Peak bytes per value of one drawing chunk (float64 draw, float32, bf16 bits, the quantizer's temporaries):
+:func:`make_inputs` draws ``_CHUNK_TOKENS`` rows of K or Q at a time."""
+BYTES_PER_INDEX = 36
+"""Peak bytes per top-k index in the validation: the index itself, the validity mask, the referenced tokens and
+their sort (measured 14-25)."""
+
+
+def make_inputs_memory(model_name: str | Head64Model = "v32", b: int = 1, s_q: int = 1, topk: int = 128, *,
+                       page_block_size: int = 64, num_blocks: int | None = None, block_stride: int | None = None,
+                       hot_scale: int = 3) -> int:
+    """Bytes :func:`make_inputs` needs at its peak for these arguments (an upper estimate from the sizes alone, for
+    refusing a request before any of it is drawn): the cache, plus the largest of its three phases -- K drawn in
+    chunks and kept as bf16 bits (2 bytes a value), Q drawn in chunks with the indices kept, and the validation
+    (Q's finiteness test, 3 more bytes a value, and :data:`BYTES_PER_INDEX`).
+
+    >>> round(make_inputs_memory("v32", 1, 1, 1000064) / 2**30, 2)   # 2,000,128 cache tokens of 576 dims
+    3.56
+    """
+    m = model(model_name)
+    n_hot = 4 if hot_scale and topk >= 2 * B_TOPK else 0
+    if num_blocks is None:
+        num_blocks = max(2, -(-(2 * topk + n_hot) // page_block_size))
+    lay = kv_layout(m, page_block_size)
+    stride = block_stride if block_stride is not None else _default_stride(lay)
+    ntok, rows = num_blocks * page_block_size, b * s_q
+    q_values = rows * B_H * m.d_q
+    chunk = BYTES_PER_VALUE * _CHUNK_TOKENS * m.d_q
+    phases = (2 * ntok * m.d_q + 16 * ntok + chunk + (4 << 20), 2 * q_values + 8 * rows * topk + chunk,
+              5 * q_values + (4 + BYTES_PER_INDEX) * rows * topk + (50 << 20))
+    return _FIXED_BYTES + num_blocks * stride + max(phases)
+
+
+def file_shapes(path: str | os.PathLike) -> dict[str, tuple[tuple[int, ...], np.dtype]] | None:
+    """``{name: (shape, dtype)}`` of the arrays of an ``.npz`` file, read from the headers alone (no array is
+    loaded); None when the file is not a readable archive (:func:`load_inputs` then says what is wrong)."""
+    import zipfile
+
+    from numpy.lib import format as npy
+
+    out = {}
+    try:
+        with zipfile.ZipFile(path) as z:
+            for info in z.infolist():
+                with z.open(info) as f:
+                    version = npy.read_magic(f)
+                    read = npy.read_array_header_1_0 if version == (1, 0) else npy.read_array_header_2_0
+                    shape, _, dtype = read(f)
+                out[info.filename.removesuffix(".npy")] = (tuple(shape), dtype)
+    except (OSError, *_corrupt_errors()):
+        return None
+    return out
+
+
+def inputs_file_memory(path: str | os.PathLike, *, replay: bool = False) -> int | None:
+    """Bytes :func:`load_inputs` (``replay``: :func:`replay_file`) needs for the inputs file ``path`` at its peak
+    (an estimate from the arrays' shapes, None when they cannot be read): the arrays and the validation
+    (:data:`BYTES_PER_INDEX` per index); for a replay also the outputs and one row's replay (its dequantized K and
+    :func:`simtc.kernels.flashmla.replay.memory_estimate` less the seeded cache it does not build)."""
+    from simtc.kernels.flashmla.replay import BASE_BYTES, RUN_BYTES_PER_BLOCK
+
+    shapes = file_shapes(path)
+    if shapes is None or "indices" not in shapes or "q" not in shapes:
+        return None
+    arrays = sum(math.prod(shape) * dtype.itemsize for shape, dtype in shapes.values())
+    idx = shapes["indices"][0]
+    rows, topk = math.prod(idx[:-1]) if idx else 0, idx[-1] if idx else 0
+    d_q = shapes["q"][0][-1] if shapes["q"][0] else 0
+    if not replay:
+        return _FIXED_BYTES + arrays + BYTES_PER_INDEX * rows * topk
+    blocks = max(-(-topk // B_TOPK), 1)
+    row = BASE_BYTES + B_TOPK * blocks * (4 * d_q + 8) + RUN_BYTES_PER_BLOCK * blocks
+    outputs = rows * B_H * (2 * D_V + 4)
+    return arrays + BYTES_PER_INDEX * rows * topk + outputs + row
 
 
 # ---- replaying a file -------------------------------------------------------------------------------------
@@ -573,21 +764,28 @@ class FileReplay:
         return "\n".join(lines)
 
 
-def replay_inputs(inp: FlashMLAInputs, *, check: bool = True, transform=None) -> FileReplay:
+def replay_inputs(inp: FlashMLAInputs, *, check: bool = True, transform=None, progress=None) -> FileReplay:
     """Replay every (batch, query) row on the engine (:func:`simtc.kernels.flashmla.replay.replay` with the row
-    as ``inputs``); the kernel's outputs are read back from each row's global ``o`` / ``lse`` tensors."""
+    as ``inputs``); the kernel's outputs are read back from each row's global ``o`` / ``lse`` tensors.
+    ``progress``: None, or a ``progress(phase, done, total)`` callback: phase "rows", then each row's replay
+    phases."""
     from simtc.kernels.flashmla.replay import read_o, replay
 
     out = np.zeros((inp.b, inp.s_q, B_H, D_V), np.uint16)
     lse = np.zeros((inp.b, inp.s_q, B_H), np.float32)
     rows = []
+    if progress is not None:
+        progress("rows", 0, inp.b * inp.s_q)
     for i in range(inp.b):
         for j in range(inp.s_q):
-            r = replay(inp.model, inputs=request(inp, i, j), check=check, transform=transform, keep_engine=True)
+            r = replay(inp.model, inputs=request(inp, i, j), check=check, transform=transform, keep_engine=True,
+                       progress=progress)
             g = r.engine.cta.gmem
             out[i, j] = encode_bits(read_o(g["o"]), "bf16")  # read_o's values are bf16: exact
             lse[i, j] = g["lse"]
             rows.append((i, j, attrs.evolve(r, engine=None)))  # the engine is dropped: rows stay small
+            if progress is not None:
+                progress("rows", len(rows), inp.b * inp.s_q)
     return FileReplay(inp, FlashMLAOutputs(out, lse), tuple(rows))
 
 
