@@ -7,8 +7,12 @@ quantized the way FlashMLA's ``tests/quant.py`` does). ``simtc inputs check FILE
 and describes it. The format: ``docs/flashmla_formats.md``. Such a file is replayed with
 ``simtc replay flashmla-head64 --inputs FILE.npz [--save-outputs OUT.npz]`` (:func:`run_replay_inputs`).
 
-Exit status 0 on success, 2 on a bad command line or a file that breaks the format, 1 when a replay's
-check fails.
+A request whose memory estimate (:func:`simtc.kernels.flashmla.io.make_inputs_memory`,
+:func:`~simtc.kernels.flashmla.io.inputs_file_memory`) exceeds the memory available is refused before any work
+(:mod:`simtc.cli._progress`); on a terminal a progress bar shows the work on stderr.
+
+Exit status 0 on success, 2 on a bad command line, a file that breaks the format, is truncated or corrupt, cannot be
+read or written (the message names it), or a request that would not fit in memory; 1 when a replay's check fails.
 """
 
 from __future__ import annotations
@@ -115,9 +119,17 @@ def run_make(args) -> int:
 
         raise UsageError(f"--empty-rows {args.empty_rows} > b x s_q = {args.b * args.s_q}",
                          rule="at most b x s_q rows can be empty")
-    inp = io.make_inputs(args.model, args.b, args.s_q, args.topk, seed=args.seed, invalid_frac=args.invalid_frac,
-                         attn_sink=args.attn_sink, page_block_size=args.page_block_size, num_blocks=args.num_blocks,
-                         empty_rows=args.empty_rows, hot_scale=args.hot_scale, topk_length=tl)
+    from simtc.cli._progress import check_memory, progress
+
+    check_memory(io.make_inputs_memory(args.model, args.b, args.s_q, args.topk, page_block_size=args.page_block_size,
+                                       num_blocks=args.num_blocks, hot_scale=args.hot_scale),
+                 f"inputs make --b {args.b} --s-q {args.s_q} --topk {args.topk}"
+                 + (f" --num-blocks {args.num_blocks}" if args.num_blocks is not None else ""))
+    with progress(args.json) as tell:
+        inp = io.make_inputs(args.model, args.b, args.s_q, args.topk, seed=args.seed,
+                             invalid_frac=args.invalid_frac, attn_sink=args.attn_sink,
+                             page_block_size=args.page_block_size, num_blocks=args.num_blocks,
+                             empty_rows=args.empty_rows, hot_scale=args.hot_scale, topk_length=tl, progress=tell)
     io.save_inputs(args.file, inp)
     d = inp.describe()
     if args.json:
@@ -129,8 +141,12 @@ def run_make(args) -> int:
 
 def run_check(args) -> int:
     from simtc.cli._common import emit_json
+    from simtc.cli._progress import check_memory
     from simtc.kernels.flashmla import io
 
+    need = io.inputs_file_memory(args.file)
+    if need is not None:
+        check_memory(need, f"inputs check {args.file}")
     d = io.load_inputs(args.file).describe()
     if args.json:
         emit_json({"file": args.file, **d})
@@ -148,12 +164,23 @@ def run_replay_inputs(args, transform=None) -> int:
     if args.inputs is None:
         raise UsageError("--save-outputs needs --inputs FILE.npz", rule="--save-outputs writes the outputs of an "
                          "inputs file's replay")
+    given = [f"--{k}" for k in ("model", "blocks", "seed") if getattr(args, k, None) is not None]
+    if given:
+        raise UsageError(f"{', '.join(given)} cannot be combined with --inputs {args.inputs}: the file fixes the "
+                         "model (its 'model'), the blocks (its topk, or topk_length) and the data (it is not seeded)",
+                         rule="--inputs replays the file as it is; --model, --blocks and --seed make a seeded request")
     for flag, given in (("--step", getattr(args, "step", None) is not None), ("--svg", getattr(args, "svg", None)),
                         ("--timing-only", getattr(args, "timing_only", False))):
         if given:
             raise UsageError(f"{flag} cannot be combined with --inputs", rule="--inputs replays every row of the file "
                              "with its numerics; --step, --svg and --timing-only work on seeded replays")
-    res = io.replay_file(args.inputs, getattr(args, "save_outputs", None), transform=transform)
+    from simtc.cli._progress import check_memory, progress
+
+    need = io.inputs_file_memory(args.inputs, replay=True)
+    if need is not None:
+        check_memory(need, f"replay --inputs {args.inputs}")
+    with progress(args.json) as tell:
+        res = io.replay_file(args.inputs, getattr(args, "save_outputs", None), transform=transform, progress=tell)
     if args.json:
         out = res.to_json()
         out["file"] = args.inputs

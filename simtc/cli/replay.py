@@ -17,6 +17,10 @@ LIST]] [--step [N]] [--svg FILE] [--json] [--mutate NAME] [--list-mutations]`` r
 * ``--inputs FILE.npz [--save-outputs OUT.npz]`` replays every (batch, query) row of a file in FlashMLA's own
   format instead of seeded data (:mod:`simtc.kernels.flashmla.io`, :func:`simtc.cli.inputs.run_replay_inputs`).
 
+An --inputs file fixes the model, the blocks and the data: --model, --blocks or --seed with it is refused. A request
+whose memory estimate (:func:`simtc.kernels.flashmla.replay.memory_estimate`) exceeds the memory available is
+refused before it starts (:mod:`simtc.cli._progress`); on a terminal a progress bar shows each phase on stderr.
+
 Exit status 0 when every check passes, 1 when one fails or a hazard or deadlock is found (always with
 ``--mutate``, when the bug is caught), 2 on bad usage.
 """
@@ -28,6 +32,8 @@ from simtc.cli._common import int_in, output_path, svg_path
 __all__ = ["register", "run"]
 
 KERNELS = ("flashmla-head64",)
+SEEDED = {"model": "v32", "blocks": 4, "seed": 0}
+"""What a seeded replay takes when --model, --blocks or --seed is not given (an --inputs file fixes all three)."""
 
 
 def register(sub) -> None:
@@ -37,11 +43,13 @@ def register(sub) -> None:
                                    "bit-exact, instruction counts, TMEM columns, hazards. Exit 0 when all pass, 1 "
                                    "otherwise, 2 on bad usage.")
     p.add_argument("kernel", choices=KERNELS, help="the kernel to replay")
-    p.add_argument("--model", choices=("v32", "model1"), default="v32", help="kernel configuration (default v32)")
-    p.add_argument("--blocks", type=int_in(1, 4096, "blocks is an integer 1-4096"), default=4,
-                   help="top-k blocks of 64 tokens in the request (default 4)")
-    p.add_argument("--seed", type=int_in(0, 2**32 - 1, "a seed is an integer 0-4294967295"), default=0,
-                   help="input seed (default 0)")
+    p.add_argument("--model", choices=("v32", "model1"), default=None,
+                   help=f"kernel configuration (default {SEEDED['model']}; an --inputs file names its own)")
+    p.add_argument("--blocks", type=int_in(1, 4096, "blocks is an integer 1-4096"), default=None,
+                   help=f"top-k blocks of 64 tokens in the request (default {SEEDED['blocks']}; an --inputs file's "
+                        "topk sets them)")
+    p.add_argument("--seed", type=int_in(0, 2**32 - 1, "a seed is an integer 0-4294967295"), default=None,
+                   help=f"input seed (default {SEEDED['seed']}; an --inputs file is not seeded)")
     p.add_argument("--timing-only", action="store_true", help="footprints and timing only (no data, no numerics)")
     p.add_argument("--rescale-blocks", type=_block_list, metavar="LIST", default=None,
                    help="with --timing-only: the blocks assumed to take the lazy O rescale, e.g. 2,5 (default: "
@@ -101,7 +109,7 @@ def step_engine(model_name: str, blocks: int, seed: int, transform=None):
     from simtc.semantics import Cta, execute
 
     inp = rp.make_inputs(model_name, blocks, seed)
-    program = head64_program(model_name, blocks, rp.rescale_blocks(inp, rp.reference_p(inp)))
+    program = head64_program(model_name, blocks, rp.rescale_blocks(inp))
     if transform is not None:
         program = transform(program)
     cta = Cta()
@@ -179,14 +187,24 @@ def run(args) -> int:
         from simtc.cli.inputs import run_replay_inputs
 
         return run_replay_inputs(args, transform)
+    for key, value in SEEDED.items():
+        if getattr(args, key) is None:
+            setattr(args, key, value)
+    from simtc.cli._progress import check_memory
+    from simtc.kernels.flashmla.replay import memory_estimate
+
+    check_memory(memory_estimate(args.model, args.blocks, timing_only=args.timing_only and args.step is None),
+                 f"replay --blocks {args.blocks}{' --timing-only' if args.timing_only else ''}")
     if args.step is not None:
         eng = step_engine(args.model, args.blocks, args.seed, transform)
         print("\n".join(step_lines(eng, args.step)))
         return 0 if eng.clean else 1
+    from simtc.cli._progress import progress
     from simtc.kernels.flashmla.replay import replay
 
-    r = replay(args.model, args.blocks, args.seed, timing_only=args.timing_only, transform=transform,
-               keep_engine=args.svg is not None, rescale=args.rescale_blocks)
+    with progress(args.json) as tell:
+        r = replay(args.model, args.blocks, args.seed, timing_only=args.timing_only, transform=transform,
+                   keep_engine=args.svg is not None, rescale=args.rescale_blocks, progress=tell)
     if args.svg is not None:
         from simtc.cli._common import write_svg
         from simtc.render.timeline import TimelineView
