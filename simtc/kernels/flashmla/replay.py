@@ -254,6 +254,10 @@ def _rescale_step(inp: Head64Inputs, i: int, p_block: np.ndarray, mi: np.ndarray
     return flag
 
 
+_K_ROWS = 512
+"""Tokens dequantized at a time for the reference attention (the same K; dequantization's temporaries stay small)."""
+
+
 def reference_attention(inp: Head64Inputs, step: int = 64, progress=None) -> tuple[np.ndarray, np.ndarray]:
     """float64 O (64 x 512) and LSE (64,) on the dequantized inputs, with the attention sink: an online softmax
     over groups of ``step`` blocks (the same attention as one pass, in bounded memory). ``progress``: called as
@@ -264,7 +268,7 @@ def reference_attention(inp: Head64Inputs, step: int = 64, progress=None) -> tup
     den = np.zeros(B_H)
     for i in range(0, inp.blocks, step):
         lo, hi = 64 * i, 64 * min(inp.blocks, i + step)
-        k = inp.k_rows(lo, hi).astype(np.float64)
+        k = np.concatenate([inp.k_rows(a, min(hi, a + _K_ROWS)) for a in range(lo, hi, _K_ROWS)]).astype(np.float64)
         s = q @ k.T * inp.sm_scale
         s[:, ~inp.valid[lo:hi]] = -np.inf
         new = np.maximum(mx, s.max(axis=1))
