@@ -42,9 +42,9 @@ def register(sub) -> None:
 def _lines(r: dict, width: int) -> list[str]:
     import textwrap
 
-    out = [f"{r['kernel']} {r['model'].upper()} on an {r['gpu']}: b = {r['b']}, s_q = {r['s_q']}, topk = {r['topk']}, "
-           f"h_q = {r['h_q']}",
-           f"  {r['seconds'] * 1e6:,.1f} us, {r['tflops']:,.0f} TFLOP/s (FlashMLA's FLOP count)"]
+    out = textwrap.wrap(f"{r['kernel']} {r['model'].upper()} on an {r['gpu']}: b = {r['b']}, s_q = {r['s_q']}, "
+                        f"topk = {r['topk']}, h_q = {r['h_q']}", width, subsequent_indent="    ")
+    out.append(f"  {r['seconds'] * 1e6:,.1f} us, {r['tflops']:,.0f} TFLOP/s (FlashMLA's FLOP count)")
     if "seconds_low" in r:
         out.append(f"  band {r['seconds_low'] * 1e6:,.1f} - {r['seconds_high'] * 1e6:,.1f} us, "
                    f"{r['tflops_low']:,.0f} - {r['tflops_high']:,.0f} TFLOP/s")
