@@ -7,23 +7,24 @@ and its wall time, interpreter start-up included, are printed with the memory es
 it starts (:func:`simtc.kernels.flashmla.replay.memory_estimate`) and the replay's own ``wall_seconds`` /
 ``inputs_seconds`` / ``check_seconds``.
 
-Measured on the shared 2-core machine (V32, seed 0, full numerics; CPython 3.11, numpy 2):
+Measured on the shared 2-core machine (V32, seed 0, full numerics; CPython 3.11, numpy 2; wall time of the whole
+process, ``wall_seconds`` of the replay proper in brackets):
 
-=======  ===============  ==========  =========================================================
-blocks   peak RSS         wall time   note
-=======  ===============  ==========  =========================================================
-256      196 MB           12 s
-1,024    238 MB           52 s
-4,096    742 MB           253 s       872 MB / 270 s before P was kept as per-block digests
-=======  ===============  ==========  =========================================================
+=======  ===============  ============  ==========  =======================================================
+blocks   peak RSS         estimate      wall time   before (``/usr/bin/time``, same machine)
+=======  ===============  ============  ==========  =======================================================
+256      160 MB           353 MB        14 s (9)    295 MB, 12 s
+1,024    265 MB           468 MB        56 s (39)   373 MB, 115 s (measured beside other work)
+4,096    703 MB           927 MB        215 s (152) 872 MB, 270 s
+=======  ===============  ============  ==========  =======================================================
 
 Timing only (``--timing-only``): 87 MB / 8.6 s at 1,024 blocks, 135 MB / 33 s at 2,048.
 
 What a block costs once its inputs are made: the seeded cache (two page blocks of 64 x 656 bytes, 84 KiB, half of
 them never referenced), its RoPE view (16 KiB), the engine's trace (~640 events in ~23 KiB of columns) and state.
 The P check keeps a 16-byte digest per block (:class:`simtc.kernels.flashmla.replay.PTrace`), and inputs, reference
-P and the reference attention work in bounded groups; the rest is a fixed ~200 MB (the interpreter and libraries,
-the 64-block group of the float64 reference attention). ``tests/kernels/test_replay_memory.py`` keeps the per-block
+P and the reference attention work in bounded groups (the attention's 64-block group dequantized 512 tokens at a
+time); the rest is a fixed ~100 MB (the interpreter and libraries, those groups). ``tests/kernels/test_replay_memory.py`` keeps the per-block
 growth bounded.
 """
 

@@ -518,8 +518,9 @@ def clear_caches() -> None:
 
 BASE_BYTES = 300 << 20
 """Memory a numerics replay needs whatever its length: the interpreter and libraries (~60 MiB), the inputs'
-drawing chunks, the reference P group and the float64 reference attention's 64-block group (together about
-250 MiB at their peak, measured with ``benchmarks/replay_memory.py``)."""
+drawing chunks, the reference P group and the float64 reference attention's 64-block group, with room to spare:
+the estimate stays above the measured peak (``benchmarks/replay_memory.py``: 160 MB measured, 353 MB estimated at
+256 blocks; 703 and 927 MB at 4,096)."""
 RUN_BYTES_PER_BLOCK = 64 << 10
 """Memory per block beyond the KV cache: the RoPE view of the cache (16 KiB), the engine's trace (~23 KiB, ~640
 events) and state, the Program's share; measured ~30 KiB after the cache, rounded up."""
