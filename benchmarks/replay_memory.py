@@ -24,8 +24,8 @@ What a block costs once its inputs are made: the seeded cache (two page blocks o
 them never referenced), its RoPE view (16 KiB), the engine's trace (~640 events in ~23 KiB of columns) and state.
 The P check keeps a 16-byte digest per block (:class:`simtc.kernels.flashmla.replay.PTrace`), and inputs, reference
 P and the reference attention work in bounded groups (the attention's 64-block group dequantized 512 tokens at a
-time); the rest is a fixed ~100 MB (the interpreter and libraries, those groups). ``tests/kernels/test_replay_memory.py`` keeps the per-block
-growth bounded.
+time); the rest is a fixed ~100 MB (the interpreter and libraries, those groups).
+``tests/kernels/test_replay_memory.py`` keeps the per-block growth bounded.
 """
 
 from __future__ import annotations
