@@ -73,6 +73,9 @@ def run(args) -> int:
     if args.s_k is not None and args.s_k < args.topk:
         raise SimtcError(f"--s-k {args.s_k} < --topk {args.topk}: a query attends to topk of its s_k tokens",
                          rule="simtc predict: topk <= s_k")
-    r = predict(args.kernel, args.model, args.b, args.s_q, args.topk, h_q=args.h_q, s_k=args.s_k,
-                band=not args.no_band)
+    from simtc.cli._progress import progress
+
+    with progress(args.json) as update:  # the band: one engine run per unmeasured parameter and direction
+        r = predict(args.kernel, args.model, args.b, args.s_q, args.topk, h_q=args.h_q, s_k=args.s_k,
+                    band=not args.no_band, progress=update)
     return emit(args, data=r, view=LinesView(lambda width: _lines(r, width)), title=f"simtc predict {args.kernel}")

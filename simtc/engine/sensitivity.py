@@ -109,11 +109,11 @@ def band_factors(timing: Timing, names: Iterable[str] | None = None) -> list[tup
 
 
 def band(measure: Callable[[Timing], float], timing: Timing, names: Iterable[str] | None = None,
-         base: float | None = None) -> dict:
+         base: float | None = None, progress: Callable[[str, int, int], None] | None = None) -> dict:
     """An answer's band from the parameters that are not measured: each banded parameter (:func:`band_factors`) up
     and down by its factor, the relative effects above and below the answer combined root-sum-square.
     ``{"value", "low", "high", "rests_on": [{"name", "label", "up", "down"}, ...]}`` (``up``/``down``: the largest
-    relative rise and fall it caused), largest first.
+    relative rise and fall it caused), largest first. ``progress(phase, done, total)`` is told of each parameter.
 
     >>> from simtc.engine.parameters import Timing
     >>> b = band(lambda t: 1000 * 16 / t["mufu_lanes"], Timing("sm100"), names=["mufu_lanes"])
@@ -123,7 +123,10 @@ def band(measure: Callable[[Timing], float], timing: Timing, names: Iterable[str
     value = measure(timing) if base is None else base
     lo2 = hi2 = 0.0
     rows = []
-    for name, f in band_factors(timing, names):
+    factors = band_factors(timing, names)
+    for i, (name, f) in enumerate(factors):
+        if progress is not None:
+            progress("band", i, len(factors))
         effects = [measure(timing.scaled(name, x)) / value - 1 if value else 0.0 for x in (f, 1 / f)]
         up, down = max(0.0, *effects), min(0.0, *effects)
         hi2 += up ** 2

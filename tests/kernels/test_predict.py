@@ -102,3 +102,15 @@ def test_cli_refuses_bad_shapes(argv, capsys):
     base.update(dict(zip(argv[::2], argv[1::2], strict=True)))
     rc = main(["predict", "flashmla-head64", *[x for kv in base.items() for x in kv]])
     assert rc == 2
+
+
+def test_the_band_reports_its_progress_and_keeps_its_answer():
+    from simtc.engine.parameters import Timing
+    from simtc.engine.sensitivity import band_factors
+
+    seen = []
+    a = predict("flashmla-sm90", "v32", 4, 1, 512)
+    b = predict("flashmla-sm90", "v32", 4, 1, 512, progress=lambda *x: seen.append(x))
+    n = len(band_factors(Timing("sm90")))
+    assert seen == [("band", i, n) for i in range(n)] and n > 0
+    assert (a["seconds_low"], a["seconds_high"]) == (b["seconds_low"], b["seconds_high"])

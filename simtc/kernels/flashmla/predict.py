@@ -206,7 +206,8 @@ def dram_fraction(s_q: int, topk: int, s_k: int | None) -> float:
 
 
 def predict(kernel: str = "flashmla-head64", model_name: str = "v32", b: int = 148, s_q: int = 2,
-            topk: int = 16384, *, h_q: int = 64, s_k: int | None = None, band: bool = True, timing=None) -> dict:
+            topk: int = 16384, *, h_q: int = 64, s_k: int | None = None, band: bool = True, timing=None,
+            progress=None) -> dict:
     """The prediction of one call (see the module text): a JSON-ready dict.
 
     ``h_q`` = 128 on flashmla-head64 is FlashMLA's ``Decode_Sm100_Head64x2_Impl`` (``csrc/api/sparse_decode.h``
@@ -214,7 +215,8 @@ def predict(kernel: str = "flashmla-head64", model_name: str = "v32", b: int = 1
     combine; the SM90 kernel for 128 heads (its cluster "crossover") is not modelled. ``s_k`` (the requests' KV
     length) lets the DRAM utilization count each batch's repeated rows once (:func:`dram_fraction`); the timing does
     not use it: the engine charges every gathered row to the SM's share of HBM, so where a batch's queries repeat
-    rows the memory side of the timing is pessimistic."""
+    rows the memory side of the timing is pessimistic. ``progress(phase, done, total)`` is told of the band's
+    engine runs (:func:`simtc.engine.sensitivity.band`)."""
     from simtc.engine.parameters import Timing
 
     spec = KERNELS.get(kernel)
@@ -264,7 +266,7 @@ def predict(kernel: str = "flashmla-head64", model_name: str = "v32", b: int = 1
         from simtc.engine.sensitivity import band as param_band
 
         b = param_band(lambda t: _kernel_cycles(kernel, m.name, pm, blocks, t, active)[0] * waves, timing,
-                       base=cycles)
+                       base=cycles, progress=progress)
         lo2 = gpu.clock_uncertainty ** 2 + (1 - b["low"] / cycles) ** 2
         hi2 = gpu.clock_uncertainty ** 2 + (b["high"] / cycles - 1) ** 2
         moved = b["rests_on"]
