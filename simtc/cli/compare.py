@@ -61,10 +61,12 @@ def table_lines(rows, width: int) -> list[str]:
 
 def run(args) -> int:
     from simtc.cli._common import emit
+    from simtc.cli._progress import progress
     from simtc.kernels.flashmla.alternatives import compare
     from simtc.render.lines import LinesView
 
-    rows = compare(args.model, args.blocks, args.seed)
+    with progress(args.json) as update:
+        rows = compare(args.model, args.blocks, args.seed, progress=update)
     data = {"model": args.model, "blocks": args.blocks, "seed": args.seed, "variants": [v.to_json() for v in rows]}
     emit(args, data=data, view=LinesView(lambda width: table_lines(rows, width)),
          title=f"simtc compare flashmla-head64 ({args.model}, {args.blocks} blocks)")

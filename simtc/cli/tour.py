@@ -50,7 +50,7 @@ def _tmem_bar(regions, width: int) -> list[str]:
     return ["|" + "".join(bar) + "|", "0" + f"{'511':>{cols + 1}}"]
 
 
-def tour_lines(width: int, blocks: int = 4) -> tuple[list[str], bool]:
+def tour_lines(width: int, blocks: int = 4, progress=None) -> tuple[list[str], bool]:
     """The tour's text and whether every check passed."""
     from simtc.hw.flashmla import RECORDED_SM100_SASS, recorded_sass_agreement
     from simtc.isa.tcgen05 import Cp, Mma
@@ -74,7 +74,14 @@ def tour_lines(width: int, blocks: int = 4) -> tuple[list[str], bool]:
     def say(text: str = "", indent: str = "") -> None:
         out.extend(_wrap(text, width, indent))
 
+    sections = [0]
+    if progress is not None:  # one step per section (9), drawn by simtc.cli._progress on a terminal
+        progress("tour", 0, 9)
+
     def head(text: str) -> None:
+        sections[0] += 1
+        if progress is not None:
+            progress("tour", sections[0], 9)
         out.append("")
         title = _wrap(text, width)
         out.extend(title)
@@ -241,6 +248,9 @@ def run(args) -> int:
     import shutil
 
     width = args.width or max(40, shutil.get_terminal_size((100, 24)).columns)
-    lines, passed = tour_lines(width, args.blocks)
+    from simtc.cli._progress import progress
+
+    with progress() as update:
+        lines, passed = tour_lines(width, args.blocks, progress=update)
     print("\n".join(lines))
     return 0 if passed else 1

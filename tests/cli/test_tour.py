@@ -65,3 +65,17 @@ def test_compare_json(capsys):
         assert key in names["dual-gemm"]
     assert names["dual-gemm"]["tmem_columns"] == 464 and names["duplicated-q"]["tmem_columns"] == 576
     assert not names["duplicated-q"]["fits"]
+
+
+def test_tour_and_compare_report_their_progress():
+    """A callback hears each of the tour's 9 sections and each of compare's 5 replays (the CLI draws them as a bar
+    on a terminal through simtc.cli._progress; off under --json and off the terminal)."""
+    from simtc.cli.tour import tour_lines
+    from simtc.kernels.flashmla.alternatives import compare as compare_variants
+
+    seen = []
+    _, passed = tour_lines(100, 4, progress=lambda *x: seen.append(x))
+    assert passed and seen == [("tour", i, 9) for i in range(10)]
+    seen.clear()
+    compare_variants("v32", 4, 0, progress=lambda *x: seen.append(x))
+    assert seen == [("variants", i, 5) for i in range(5)]

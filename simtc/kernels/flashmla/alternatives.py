@@ -494,8 +494,9 @@ VARIANTS = ("dual-gemm", "duplicated-q", "ss-q-smem", "layout-f-one-slab", "layo
             "b0-b1-collectors")
 
 
-def compare(model_name: str | Head64Model = "v32", blocks: int = 4, seed: int = 0) -> list[Variant]:
-    """Every variant of :data:`VARIANTS` on the same inputs (seed), engine and checker."""
+def compare(model_name: str | Head64Model = "v32", blocks: int = 4, seed: int = 0, progress=None) -> list[Variant]:
+    """Every variant of :data:`VARIANTS` on the same inputs (seed), engine and checker. ``progress(phase, done,
+    total)`` is told of each of the 5 replays."""
     from simtc.kernels.flashmla.head64 import head64_program
 
     m = model(model_name)
@@ -504,7 +505,12 @@ def compare(model_name: str | Head64Model = "v32", blocks: int = 4, seed: int = 
     base = head64_program(m, blocks, resc)
     rows: list[Variant] = []
 
+    runs = [0]
+
     def run(fn, **kw):  # timing-only rows assume the data's rescale pattern (same Program as the checked rows)
+        if progress is not None:
+            progress("variants", runs[0], 5)
+        runs[0] += 1
         if kw.get("timing_only"):
             kw["rescale"] = [i for i, r in enumerate(resc) if r]
         return replay(m, blocks, seed, transform=fn, keep_engine=True, **kw)
