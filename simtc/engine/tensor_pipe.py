@@ -20,8 +20,8 @@ With the ``tensor_pipe`` mechanism off every instruction of the pipe completes w
 ...          InstrDescriptor(kind="f16", m=64, n=128, a_format="bf16", b_format="bf16"), True, ws=True)
 >>> t = Timing("sm100")
 >>> pipe = TensorPipe(t, SharedMemoryPort(t))
->>> [(f.start, f.done) for f in (pipe.mma(0, qk) for _ in range(3))]  # II 44; 1 + stream 32 + drain 29
-[(1, 62), (45, 106), (89, 150)]
+>>> [(f.start, f.done) for f in (pipe.mma(0, qk) for _ in range(3))]  # II 44; 1 + stream 32 + drain 30
+[(1, 63), (45, 107), (89, 151)]
 """
 
 from __future__ import annotations

@@ -338,8 +338,8 @@ def drain_cycles(spec: MmaSpec, used: list | None = None, timing: Timing | None 
     ``mma_fixed_latency_ts`` after ``mma_issue``, ``commit_arrive`` and ``mbarrier_try_wait`` (the split of the
     measured sum is assumed; at least 0).
 
-    >>> drain_cycles(mma_spec("sm100", 64, 64))       # 104 - 1 - 29 - 45
-    29
+    >>> drain_cycles(mma_spec("sm100", 64, 64))       # 104 - 1 - 29 - 44
+    30
     """
     rest = (_v(spec, "mma_fixed_latency_ts", used, timing) - _v(spec, "mma_issue", used, timing)
             - _v(spec, "commit_arrive", used, timing) - _v(spec, "mbarrier_try_wait", used, timing))
@@ -353,7 +353,7 @@ def mma_latency_breakdown(spec: MmaSpec, used: list | None = None, timing: Timin
     sm90: ``issue, stream, tail`` (``tail`` holds commit_group/wait_group; calibrated on the H200).
 
     >>> mma_latency_breakdown(mma_spec("sm100", 128, 128))
-    {'issue': 1, 'a_fetch': 32, 'stream': 64, 'drain': 29, 'commit_arrive': 29, 'mbarrier_observe': 45}
+    {'issue': 1, 'a_fetch': 32, 'stream': 64, 'drain': 30, 'commit_arrive': 29, 'mbarrier_observe': 44}
     """
     if spec.arch == "sm90":
         tail = "wgmma_tail_ss" if spec.operands == "SS" else "wgmma_tail_rs"
@@ -376,7 +376,7 @@ def mma_completion_cycles(spec: MmaSpec, used: list | None = None, timing: Timin
     Without ``used`` the answer is cached per :class:`MmaSpec`.
 
     >>> mma_completion_cycles(mma_spec("sm100", 64, 64, operands="TS"))
-    62
+    63
     """
     if used is None:
         return _completion_cached(spec, timing)
