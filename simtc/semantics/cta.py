@@ -119,6 +119,18 @@ class NamedBarrierState:
     generation: int = 0
 
 
+class _Registers(dict):
+    """One warp's register arrays: a missing name is a :class:`SemanticsError` naming the rule."""
+
+    def __init__(self, warp: int):
+        super().__init__()
+        self.warp = warp
+
+    def __missing__(self, name):
+        raise SemanticsError(f"warp {self.warp} has no register array {name!r} (has {sorted(self)})",
+                             rule="registers are written before they are read")
+
+
 @define(eq=False)
 class Cta:
     """One CTA's state: memories, global tensors, barriers, registers ``{warp: {name: array}}``."""
@@ -170,7 +182,12 @@ class Cta:
 
     # ---- registers and barriers ------------------------------------------------------------------------
     def warp_regs(self, warp: int) -> dict[str, np.ndarray]:
-        return self.regs.setdefault(int(warp), {})
+        """The warp's register arrays by name; reading one no record wrote raises :class:`SemanticsError` (a
+        mutated Program -- a deleted load or wait -- is reported, not a KeyError from inside an effect)."""
+        regs = self.regs.get(int(warp))
+        if regs is None:
+            regs = self.regs[int(warp)] = _Registers(int(warp))
+        return regs
 
     def reg(self, warp: int, name: str) -> np.ndarray:
         try:

@@ -199,3 +199,26 @@ def test_unknown_record_type_is_refused():
         execute(object(), Cta())
     with pytest.raises(SemanticsError, match="1 to 32"):
         execute(WaitLd(), Cta(), threads=33)
+
+
+def test_a_register_no_record_wrote_is_a_semantics_error_not_a_key_error():
+    """A mutated Program (a deleted tcgen05.ld or wait) can leave an effect reading a register array nobody wrote:
+    the Cta says so with the rule, and the engine keeps it among its semantics errors instead of crashing."""
+    import pytest as _pytest
+
+    from simtc.engine import Engine
+    from simtc.isa import CudaCoreBlock, Program, Role
+    from simtc.semantics.cta import Cta, SemanticsError
+    from simtc.semantics.execute import EFFECTS, register_effect
+
+    cta = Cta()
+    with _pytest.raises(SemanticsError, match=r"no register array 'o'.*registers are written before they are read"):
+        cta.warp_regs(3)["o"]
+    name = "test.reads_o"
+    if name not in EFFECTS:
+        @register_effect(name)
+        def _reads_o(cta, rec, warp):
+            return cta.warp_regs(warp)["o"] * 2
+    prog = Program("reads-o", (Role("w", (0,), (CudaCoreBlock("use o", (("FMUL", 1),), effect=name),)),))
+    eng = Engine(prog, mode="semantics", cta=Cta()).run()
+    assert len(eng.semantics_errors) == 1 and "no register array 'o'" in eng.semantics_errors[0]["error"]
