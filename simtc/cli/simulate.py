@@ -28,6 +28,12 @@ def register(sub) -> None:
                    metavar="CYCLE", help="stop at this cycle (default: run to the end)")
     p.add_argument("--step", action="store_true", help="print every trace event as it happens")
     p.add_argument("--arch", choices=("sm100", "sm90"), default="sm100", help="timing parameter table")
+    p.add_argument("--schedules", type=int_in(1, 1024, "schedules is 1 ... 1024"), default=None, metavar="N",
+                   help="run N schedules (the table's timing, then N - 1 seeded perturbations of every parameter "
+                        "by x0.5-x2) and report the first that shows a hazard or a deadlock (default: one run and "
+                        "its timeline)")
+    p.add_argument("--schedule-seed", type=int_in(0, 2**32 - 1, "a seed is 0 ... 4294967295"), default=0,
+                   metavar="S", help="schedule k > 0 uses seed S + k (default: 0)")
     add_output_options(p)
     p.set_defaults(handler=run)
 
@@ -69,6 +75,8 @@ def run(args) -> int:
                          rule="--json and --step do not combine (--json prints JSON only)")
     program = load_program(args.program)
     mode = "timing" if args.timing_only else "semantics"
+    if args.schedules is not None:
+        return _schedules(args, program, mode)
     cta = _semantics_setup(program) if mode == "semantics" else None
     eng = Engine(program, mode=mode, arch=args.arch, cta=cta)
     if args.step:
@@ -100,6 +108,43 @@ def run(args) -> int:
             print(f"note: cycle {s['cycle']}: the semantics layer refused {s['record']}: {s['error']}",
                   file=sys.stderr)
     return 0 if eng.clean else 1
+
+
+def _schedules(args, program, mode: str) -> int:
+    """``--schedules N``: the Program under N schedules (simtc.engine.schedules.explore); exit 1 if any showed a
+    hazard or a deadlock, with the seed that reproduces the first."""
+    from simtc.cli._common import UsageError, emit_json
+    from simtc.cli._progress import progress
+    from simtc.engine.parameters import Timing
+    from simtc.engine.schedules import explore
+
+    for flag in ("step", "until", "svg"):
+        if getattr(args, flag, None):
+            raise UsageError(f"--schedules runs each schedule to its end; --{flag} shows one run",
+                             rule="--schedules does not combine with --step, --until or --svg")
+    with progress(args.json) as update:
+        if update is not None:
+            update("schedules", 0, args.schedules)
+        report = explore(program, args.schedules, args.schedule_seed, timing=Timing(args.arch), mode=mode,
+                         cta_factory=(lambda: _semantics_setup(program)) if mode == "semantics" else None)
+    if args.json:
+        emit_json(dict(report.to_json(), program=program.name, schedule_seed=args.schedule_seed))
+    else:
+        import textwrap
+
+        bad = report.first_failing
+        n = len(report.runs)
+        cycles = [r["cycles"] for r in report.runs]
+        text = f"{program.name}: {n} schedule(s), {min(cycles)}-{max(cycles)} cycles; "
+        if bad is None:
+            text += "all clean"
+        else:
+            seed = "none: the table's timing" if bad["seed"] is None else str(bad["seed"])
+            failing = sum(1 for r in report.runs if r["rules"] or r["deadlock"])
+            text += (f"schedule {bad['schedule']} (seed {seed}) shows {', '.join(bad['rules']) or 'no hazard'}"
+                     + (" and a deadlock" if bad["deadlock"] else "") + f"; {failing} of {n} schedules show one")
+        print("\n".join(textwrap.wrap(text, args.term_width or 100, subsequent_indent="    ")))
+    return 0 if report.first_failing is None else 1
 
 
 def _report_lines(eng, name: str, summary: dict, width: int) -> list[str]:
