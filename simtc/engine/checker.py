@@ -90,6 +90,11 @@ class _Knows:
         self.wg_groups: list[int] = []  # the warp's tensor-op sequence number at each wgmma.commit_group
 
 
+def _smem_keys(vc: dict) -> dict:
+    """The shared-memory writes (generic stores, TMA loads) among what a thread sync makes known."""
+    return {k: v for k, v in vc.items() if k[0] in (GEN, TMA)}
+
+
 class HazardChecker:
     """A happens-before checker over one run (see the module text).
 
@@ -205,7 +210,11 @@ class HazardChecker:
                 d = self.tmem_r[q] = {}
             d[key] = (seq, w.idx, i)
 
-    def _smem_read(self, w, i: int, ranges, async_proxy: bool) -> None:
+    def _smem_read(self, w, i: int, ranges, async_proxy: bool, tcgen05: bool = False) -> None:
+        """A read of shared memory: each write it overlaps must be known complete. ``tcgen05`` (an MMA or
+        tcgen05.cp reading its operands): shared-memory data another warp wrote (st.shared) or loaded (TMA), learned
+        through a thread sync (an mbarrier wait, a named barrier), is usable only after
+        tcgen05.fence::after_thread_sync (PTX ISA 9.0 §9.7.16.6.4)."""
         if not self.smem_w:
             return
         k = self.knows[w.idx]
@@ -228,6 +237,13 @@ class HazardChecker:
                     what = f"the {'st.shared' if key[0] == GEN else 'TMA load'} {self.fmt(owner, idx)}"
                     self._hazard("smem-read-before-complete", self._rec(owner, idx), me,
                                  f"{w.name} cannot know that {what} has completed")
+                elif (tcgen05 and (key[0] == TMA or owner != w.idx) and k.tc.get(key, 0) < seq
+                      and k.pend.get(key, 0) >= seq):
+                    what = f"the {'st.shared' if key[0] == GEN else 'TMA load'} {self.fmt(owner, idx)}"
+                    self._hazard("missing-after-thread-sync-fence", self._rec(owner, idx), me,
+                                 f"{w.name} learned through a thread sync that {what} completed, but issues this "
+                                 "tcgen05 operation on its data without tcgen05.fence::after_thread_sync after "
+                                 "the sync")
 
     def _smem_write(self, w, i: int, ranges, key, seq) -> None:
         k = self.knows[w.idx]
@@ -293,7 +309,7 @@ class HazardChecker:
             k.tc_seq += 1
             key = (TC, w.idx)
             if op.smem_r:
-                self._smem_read(w, i, op.smem_r, True)
+                self._smem_read(w, i, op.smem_r, True, tcgen05=kind != K_WGMMA)
                 self._smem_add_reader(w, i, op.smem_r, key, k.tc_seq)
             if op.tmem_r:
                 self._tmem_read(w, i, op.tmem_r, True)
@@ -413,6 +429,7 @@ class HazardChecker:
             if mb is not None:
                 _join(k.vc, mb[2])
                 _join(k.pend, mb[3])
+                _join(k.pend, _smem_keys(mb[2]))  # shared-memory data learned here: a tcgen05 op needs the fence
 
     def on_release(self, cycle: int, bar_id: int, waiters) -> None:
         """Named barrier ``bar_id`` releases ``waiters`` (warps)."""
@@ -423,6 +440,7 @@ class HazardChecker:
             k = self.knows[w.idx]
             _join(k.vc, nb[0])
             _join(k.pend, nb[1])
+            _join(k.pend, _smem_keys(nb[0]))
 
     def on_violation(self, cycle: int, rule: str, first, second, message: str) -> None:
         """A state machine of the engine refused something (reported as it is)."""

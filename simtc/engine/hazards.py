@@ -56,7 +56,9 @@ _RULES = (
          "PTX ISA 9.0 §9.7.16.6.5 (fence.proxy.async)"),
     Rule("missing-after-thread-sync-fence",
          "a tcgen05 operation relies on a thread sync (mbarrier wait, bar.sync) without "
-         "tcgen05.fence::after_thread_sync between the sync and the operation",
+         "tcgen05.fence::after_thread_sync between the sync and the operation: for TMEM another thread wrote, and "
+         "for the shared-memory operands of an MMA or tcgen05.cp that a TMA load or another warp's st.shared "
+         "produced",
          "PTX ISA 9.0 §9.7.16.6.4"),
     Rule("missing-before-thread-sync-fence",
          "a thread sync publishes tcgen05 state (a waited tcgen05.ld/st) without "
