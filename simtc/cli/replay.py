@@ -59,6 +59,12 @@ def register(sub) -> None:
                    help="seed one bug of the mutation catalogue (see --list-mutations); exit 1 when it is caught "
                         "(default: the unmutated kernel)")
     p.add_argument("--list-mutations", action="store_true", help="list the mutation catalogue and exit")
+    p.add_argument("--schedules", type=int_in(1, 256, "schedules is 1 ... 256"), default=None, metavar="N",
+                   help="check the kernel (timing only) under N schedules: the table's timing and N - 1 seeded "
+                        "perturbations of every parameter by x0.5-x2; report the first that shows a hazard or a "
+                        "deadlock (default: one run)")
+    p.add_argument("--schedule-seed", type=int_in(0, 2**32 - 1, "a seed is 0 ... 4294967295"), default=0,
+                   metavar="S", help="schedule k > 0 uses seed S + k (default: 0)")
     p.add_argument("--step", type=int_in(1, 100000, "--step N: 1-100000 events"), nargs="?", const=40, default=None,
                    metavar="N", help="print the first N events (default 40) one step at a time with who waits on "
                                      "what, then a snapshot")
@@ -183,6 +189,8 @@ def run(args) -> int:
 
         raise SimtcError("--rescale-blocks is an assumption for --timing-only runs; with data the replay derives "
                          "the rescaled blocks from P", rule="replay --rescale-blocks needs --timing-only")
+    if args.schedules is not None:
+        return _schedules(args, transform)
     if args.inputs is not None or args.save_outputs is not None:
         from simtc.cli.inputs import run_replay_inputs
 
@@ -221,6 +229,49 @@ def run(args) -> int:
             print(f"mutation {args.mutate}: {'NOT caught' if r.ok else 'caught'}")
         print(_fit(r.summary()))
     return 0 if r.ok else 1
+
+
+def _schedules(args, transform) -> int:
+    """``--schedules N``: the kernel's Program (mutated with ``--mutate``; the rescaled blocks of the seeded data, or
+    ``--rescale-blocks``) checked under N schedules (simtc.engine.schedules.explore, timing only)."""
+    from simtc.cli._common import UsageError, emit_json
+    from simtc.cli._progress import progress
+    from simtc.engine.parameters import Timing
+    from simtc.engine.schedules import explore
+    from simtc.kernels.flashmla.replay import replay
+
+    for flag in ("step", "svg", "inputs", "save_outputs"):
+        if getattr(args, flag, None) is not None:
+            raise UsageError(f"--schedules checks timing-only runs; --{flag.replace('_', '-')} needs one replay",
+                             rule="--schedules does not combine with --step, --svg, --inputs or --save-outputs")
+    for key, value in SEEDED.items():
+        if getattr(args, key) is None:
+            setattr(args, key, value)
+    with progress(args.json) as tell:
+        if tell is not None:
+            tell("schedules", 0, args.schedules)
+        base = replay(args.model, args.blocks, args.seed, timing_only=True, transform=transform, keep_engine=True,
+                      rescale=args.rescale_blocks)
+        report = explore(base.engine.program, args.schedules, args.schedule_seed, timing=Timing("sm100"))
+    if args.json:
+        out = dict(report.to_json(), model=args.model, blocks=args.blocks, schedule_seed=args.schedule_seed)
+        if args.mutate is not None:
+            out["mutation"] = args.mutate
+        emit_json(out)
+    else:
+        bad = report.first_failing
+        n = len(report.runs)
+        head = f"FlashMLA head64 {args.model.upper()}, {args.blocks} block(s), {n} schedule(s): "
+        if bad is None:
+            text = head + "all clean"
+        else:
+            seed = "none: the table's timing" if bad["seed"] is None else str(bad["seed"])
+            text = (head + f"schedule {bad['schedule']} (seed {seed}) shows {', '.join(bad['rules']) or 'no hazard'}"
+                    + (" and a deadlock" if bad["deadlock"] else ""))
+        if args.mutate is not None:
+            text = f"mutation {args.mutate}: {'NOT caught' if bad is None else 'caught'}; " + text
+        print(_fit(text))
+    return 0 if report.first_failing is None else 1
 
 
 def _fit(text: str) -> str:

@@ -44,3 +44,18 @@ def test_the_command_line(capsys):
     assert "tmem-read-before-commit" in capsys.readouterr().out
     for argv in (["--schedules", "0"], ["--schedules", "2", "--step"], ["--schedules", "2", "--until", "10"]):
         assert main(["simulate", "flashmla-qk", *argv]) == 2
+
+
+def test_replay_under_schedules(capsys):
+    """The head64 kernel is clean under 8 schedules; a seeded bug of its mutation catalogue is caught, and the JSON
+    names the first schedule that shows it."""
+    from simtc.cli import main
+
+    assert main(["replay", "flashmla-head64", "--schedules", "8", "--json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert d["schedules"] == 8 and d["first_failing"] is None and d["blocks"] == 4
+    assert main(["replay", "flashmla-head64", "--schedules", "4", "--mutate", "phase-off-by-one", "--json"]) == 1
+    d = json.loads(capsys.readouterr().out)
+    assert d["mutation"] == "phase-off-by-one" and d["first_failing"]["rules"]
+    for argv in (["--step"], ["--svg", "x.svg"], ["--schedules", "0"]):
+        assert main(["replay", "flashmla-head64", "--schedules", "2", *argv]) == 2
