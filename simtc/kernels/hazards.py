@@ -104,14 +104,14 @@ def _producer_scene(name: str, *, proxy_fence=True, rewrite_b=False, wait_free=T
 
 
 # ---- scene 3: TMA loads on an mbarrier, then the MMA --------------------------------------------------
-def _tma_scene(name: str, *, parity=0, expect=_TILE_BYTES + 2048):
+def _tma_scene(name: str, *, parity=0, expect=_TILE_BYTES + 2048, after=True):
     isa = _isa()
     mma = [isa.MbarrierInit("full", 1), isa.MbarrierInit("mma_done", 1), isa.Alloc(128, 0),
            isa.CpAsyncBulkTensor(_A, _TILE_BYTES // 2, "full", tensor="A"),
            isa.CpAsyncBulkTensor(_A + _TILE_BYTES // 2, _TILE_BYTES // 2, "full", tensor="A"),
            isa.CpAsyncBulkTensor(_B, 2048, "full", tensor="B"),
            isa.MbarrierArriveExpectTx("full", expect), isa.MbarrierTryWait("full", parity),
-           isa.FenceAfterThreadSync(), _mma(False, "D = A B"), isa.Commit("mma_done"),
+           *((isa.FenceAfterThreadSync(),) if after else ()), _mma(False, "D = A B"), isa.Commit("mma_done"),
            isa.MbarrierTryWait("mma_done", 0), isa.FenceAfterThreadSync(), isa.Dealloc(0, 128)]
     return isa.Program(name, (isa.Role("mma", (4,), tuple(mma)),), _bars(("full", 1), ("mma_done", 1)),
                        description="TMA -> complete_tx -> mbarrier -> MMA")
@@ -187,6 +187,7 @@ _CATALOGUE: dict[str, tuple[str, Callable, dict, dict]] = {
     "smem-overwrite-in-flight": ("smem-overwrite-in-flight", _producer_scene,
                                  {"rewrite_b": True, "wait_free": False}, {"rewrite_b": True}),
     "tma-wrong-parity": ("smem-read-before-complete", _tma_scene, {"parity": 1}, {}),
+    "mma-after-tma-no-fence": ("missing-after-thread-sync-fence", _tma_scene, {"after": False}, {}),
     "tx-underflow": ("mbarrier-tx-underflow", _arrival_scene, {"tx_expect": 1024}, {}),
     "over-arrival": ("mbarrier-over-arrival", _arrival_scene, {"count": 1}, {}),
     "parity-not-flipped": ("mbarrier-wrong-parity", _handshake_scene, {"second_parity": 0}, {}),
@@ -207,6 +208,8 @@ _BUGS: dict[str, str] = {
     "missing-proxy-fence": "st.shared data consumed by the MMA (async proxy) without fence.proxy.async",
     "smem-overwrite-in-flight": "shared memory rewritten while an in-flight MMA may still read it",
     "tma-wrong-parity": "the consumer waits on the wrong mbarrier parity and reads before the TMA load completes",
+    "mma-after-tma-no-fence": "the MMA reads TMA-loaded shared memory after the mbarrier wait without "
+                              "tcgen05.fence::after_thread_sync",
     "tx-underflow": "more bytes arrive than the expect_tx announced (tx-count underflow)",
     "over-arrival": "more arrivals than the mbarrier's expected count in one phase",
     "parity-not-flipped": "the second wait reuses the first phase's parity",

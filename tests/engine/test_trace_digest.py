@@ -29,7 +29,7 @@ def _digest(engine: Engine) -> str:
 PINNED = {
     "flashmla-qk": "9572a7f685900ee9",
     "qk-loop-20": "19e9cae3b0a703ec",
-    "hazard-catalogue": "54da1d48b7c0282d",
+    "hazard-catalogue": "2259e59c1b674cc7",
 }
 
 
