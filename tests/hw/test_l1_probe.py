@@ -49,3 +49,12 @@ def test_the_recording_covers_every_configuration():
         spans = sorted(c["spans"])
         assert c["cycles_per_instruction"] == pytest.approx(
             spans[len(spans) // 2] / (rec["warps"] * rec["iters"] * 8), abs=1e-3)
+    # the row loop in FlashMLA's lane order, every configuration, each the median of its launches' medians
+    assert [r["name"] for r in rec["rows"]] == [c.name for c in l1_probe.ROWS_CONFIGS]
+    for r in rec["rows"]:
+        m = sorted(r["medians"])
+        assert r["cycles_per_block"] == pytest.approx(m[len(m) // 2])
+    # the dependent chains the mbarrier arrive is read from: steps of 2x the operations take about 2x the cycles
+    for chain in rec["chains"].values():
+        c = {int(k): v for k, v in chain["cycles"].items()}
+        assert c[2048] / c[1024] == pytest.approx(2.0, rel=0.05) and chain["cycles_per_step"] > 20
