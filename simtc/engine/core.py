@@ -162,6 +162,8 @@ class Engine:
         self._violations: list[Hazard] = []
         self.cta = None
         self.semantics_errors: list[dict] = []
+        self.released: dict[int, tuple[tuple[str, int], ...]] = {}
+        """Trace index of a ``phase`` event -> the waiting warps ``(role, warp)`` it released."""
         if mode == "semantics":
             from simtc import semantics
 
@@ -386,13 +388,16 @@ class Engine:
             o.on_phase(self.sched.now, mb.st.name)
         mb.phase_ev = self.ev("", -1, -1, "phase", f"{mb.st.name} phase {mb.st.phase - 1} complete", dep)
         if mb.waiters:
-            keep = []
+            keep, released = [], []
             for parity, evt, w in mb.waiters:
                 if mb.st.passes(parity):
                     evt.succeed(mb.phase_ev)
+                    released.append((w.role, w.warp))
                 else:
                     keep.append((parity, evt, w))
             mb.waiters = keep
+            if released:
+                self.released[mb.phase_ev] = tuple(released)
 
     def named_arrive(self, w: Warp, op: Op, i: int, ev: int, sync: bool):
         """Warp ``w`` arrives on a named barrier; returns the event ``bar.sync`` waits for (None: ``bar.arrive``)."""
@@ -426,6 +431,8 @@ class Engine:
         rel = self.ev("", -1, -1, "phase", f"bar {bid} released", dep)
         for evt, _w in waiters:
             evt.succeed(rel)
+        if waiters:
+            self.released[rel] = tuple((w.role, w.warp) for _, w in waiters)
 
     def last_complete_ev(self, w: Warp) -> int:
         """The most recent completion event of this warp's units (for the critical path)."""
