@@ -169,7 +169,9 @@ def run_replay_inputs(args, transform=None) -> int:
         raise UsageError(f"{', '.join(given)} cannot be combined with --inputs {args.inputs}: the file fixes the "
                          "model (its 'model'), the blocks (its topk, or topk_length) and the data (it is not seeded)",
                          rule="--inputs replays the file as it is; --model, --blocks and --seed make a seeded request")
-    for flag, given in (("--step", getattr(args, "step", None) is not None), ("--svg", getattr(args, "svg", None)),
+    for flag, given in (("--step", getattr(args, "step", None) is not None),
+                        ("--step-to", getattr(args, "step_to", None) is not None),
+                        ("--svg", getattr(args, "svg", None)),
                         ("--timing-only", getattr(args, "timing_only", False))):
         if given:
             raise UsageError(f"{flag} cannot be combined with --inputs", rule="--inputs replays every row of the file "

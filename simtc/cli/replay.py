@@ -1,7 +1,7 @@
 """``simtc replay flashmla-head64``: the whole FlashMLA SM100 head64 decode kernel on seeded data, checked.
 
 ``simtc replay flashmla-head64 [--model v32|model1] [--blocks B] [--seed S] [--timing-only [--rescale-blocks
-LIST]] [--step [N]] [--svg FILE] [--json] [--mutate NAME] [--list-mutations]`` runs
+LIST]] [--step [N] | --step-to N] [--svg FILE] [--json] [--mutate NAME] [--list-mutations]`` runs
 :func:`simtc.kernels.flashmla.replay.replay` on the engine and prints its summary (or, with ``--json``,
 ``{"model", "blocks", "instructions", "per_block", "cycles", "cycles_per_block", "tmem_columns", "smem_bytes",
 "o_rel_error", "lse_max_abs_error", "p_bit_exact", "rescale_blocks", "rescale_source", "hazards", "deadlock",
@@ -11,8 +11,9 @@ LIST]] [--step [N]] [--svg FILE] [--json] [--mutate NAME] [--list-mutations]`` r
   lists them): the replay must catch it, so the exit status is then 1.
 * ``--timing-only`` builds no data: which blocks take the lazy O rescale (data dependent) is then an
   assumption, ``--rescale-blocks LIST`` (default none); the output says so (``rescale_source`` "assumed").
-* ``--step [N]`` runs the first N events (default 40) one engine step at a time and prints each event
-  with what the waiting warps wait on, then a snapshot of every warp (non-interactive, bounded).
+* ``--step [N]`` steps through the replay (:func:`simtc.kernels.flashmla.replay.stepper`, data and numerics
+  on): interactive when standard input is a terminal, otherwise the first N events (default 40) and the state
+  after them; ``--step-to N [--json]`` prints the state after N events (:mod:`simtc.cli._step`).
 * ``--svg FILE`` writes the run's timeline (one row per warp, unit and mbarrier) as SVG.
 * ``--inputs FILE.npz [--save-outputs OUT.npz]`` replays every (batch, query) row of a file in FlashMLA's own
   format instead of seeded data (:mod:`simtc.kernels.flashmla.io`, :func:`simtc.cli.inputs.run_replay_inputs`).
@@ -65,9 +66,9 @@ def register(sub) -> None:
                         "deadlock (default: one run)")
     p.add_argument("--schedule-seed", type=int_in(0, 2**32 - 1, "a seed is 0 ... 4294967295"), default=0,
                    metavar="S", help="schedule k > 0 uses seed S + k (default: 0)")
-    p.add_argument("--step", type=int_in(1, 100000, "--step N: 1-100000 events"), nargs="?", const=40, default=None,
-                   metavar="N", help="print the first N events (default 40) one step at a time with who waits on "
-                                     "what, then a snapshot")
+    from simtc.cli._step import add_arguments as add_step_arguments
+
+    add_step_arguments(p)
     p.add_argument("--svg", type=svg_path, metavar="FILE.svg", default=None,
                    help="write the run's timeline as SVG to FILE (default: none)")
     p.add_argument("--inputs", metavar="FILE.npz", default=None,
@@ -107,53 +108,6 @@ def _list_mutations(as_json: bool) -> int:
     return 0
 
 
-def step_engine(model_name: str, blocks: int, seed: int, transform=None):
-    """The replay's engine, built but not run (semantics mode, inputs loaded): for step-through."""
-    from simtc.engine import Engine
-    from simtc.kernels.flashmla import replay as rp
-    from simtc.kernels.flashmla.head64 import head64_program, setup_records
-    from simtc.semantics import Cta, execute
-
-    inp = rp.make_inputs(model_name, blocks, seed)
-    program = head64_program(model_name, blocks, rp.rescale_blocks(inp))
-    if transform is not None:
-        program = transform(program)
-    cta = Cta()
-    cta.init_barriers(program)
-    rp.load_inputs(cta, inp)
-    for r in setup_records(model_name):
-        execute(r, cta, warp=0)
-    return Engine(program, mode="semantics", cta=cta)
-
-
-def step_lines(engine, n: int) -> list[str]:
-    """Run ``n`` trace events of ``engine`` one SimPy step at a time; one line per event, then a snapshot."""
-    out: list[str] = []
-    shown = 0
-    while shown < n and not engine.finished:
-        before = len(engine.trace)
-        engine.step()
-        for e in engine.trace[before:]:
-            if shown >= n:
-                break
-            shown += 1
-            line = f"{e.cycle:>7}  {e.role or '-'}[w{e.warp}] #{e.index:<4} {e.kind:<8} {e.detail}"
-            if e.kind == "wait":
-                snap = engine.snapshot()
-                waits = [w for w in snap["warps"] if w["role"] == e.role and w["warp"] == e.warp]
-                bar = (waits[0]["waits_on"] or "").split(" ")[0] if waits else ""
-                state = snap["mbarriers"].get(bar)
-                if state is not None:
-                    line += f"   (mbarrier {bar}: {state})"
-            out.append(line)
-    snap = engine.snapshot()
-    out.append(f"snapshot at cycle {snap['cycle']}:")
-    for w in snap["warps"]:
-        what = "done" if w["done"] else (f"waits on {w['waits_on']}" if w["waits_on"] else "running")
-        out.append(f"  {w['role']}[w{w['warp']}] pc {w['pc']} ({w['record']}): {what}")
-    return out
-
-
 def run(args) -> int:
     from simtc.cli._common import emit_json
 
@@ -162,11 +116,9 @@ def run(args) -> int:
 
         raise UsageError(f"--list-mutations lists the catalogue and runs nothing; it takes no --mutate "
                          f"{args.mutate!r}", rule="--list-mutations stands alone (see 'simtc replay --help')")
-    if args.json and args.step is not None:
-        from simtc.cli._common import UsageError
+    from simtc.cli._step import check_arguments
 
-        raise UsageError("--step prints the events as text; --json prints JSON only",
-                         rule="--json and --step do not combine (--json prints JSON only)")
+    check_arguments(args)
     if args.list_mutations:
         return _list_mutations(args.json)
     if args.mutate is not None:
@@ -201,12 +153,14 @@ def run(args) -> int:
     from simtc.cli._progress import check_memory
     from simtc.kernels.flashmla.replay import memory_estimate
 
-    check_memory(memory_estimate(args.model, args.blocks, timing_only=args.timing_only and args.step is None),
+    stepping = args.step is not None or args.step_to is not None
+    check_memory(memory_estimate(args.model, args.blocks, timing_only=args.timing_only and not stepping),
                  f"replay --blocks {args.blocks}{' --timing-only' if args.timing_only else ''}")
-    if args.step is not None:
-        eng = step_engine(args.model, args.blocks, args.seed, transform)
-        print("\n".join(step_lines(eng, args.step)))
-        return 0 if eng.clean else 1
+    if stepping:
+        from simtc.cli._step import run_stepper
+        from simtc.kernels.flashmla.replay import stepper
+
+        return run_stepper(stepper(args.model, args.blocks, args.seed, transform=transform), args)
     from simtc.cli._progress import progress
     from simtc.kernels.flashmla.replay import replay
 
@@ -240,10 +194,11 @@ def _schedules(args, transform) -> int:
     from simtc.engine.schedules import explore
     from simtc.kernels.flashmla.replay import replay
 
-    for flag in ("step", "svg", "inputs", "save_outputs"):
+    for flag in ("step", "step_to", "svg", "inputs", "save_outputs"):
         if getattr(args, flag, None) is not None:
             raise UsageError(f"--schedules checks timing-only runs; --{flag.replace('_', '-')} needs one replay",
-                             rule="--schedules does not combine with --step, --svg, --inputs or --save-outputs")
+                             rule="--schedules does not combine with --step, --step-to, --svg, --inputs or "
+                                  "--save-outputs")
     for key, value in SEEDED.items():
         if getattr(args, key) is None:
             setattr(args, key, value)

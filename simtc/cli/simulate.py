@@ -26,7 +26,9 @@ def register(sub) -> None:
                    help="footprints and timing only (no data); default: records also execute on a CTA state")
     p.add_argument("--until", type=int_in(0, None, "a cycle is a non-negative integer"), default=None,
                    metavar="CYCLE", help="stop at this cycle (default: run to the end)")
-    p.add_argument("--step", action="store_true", help="print every trace event as it happens")
+    from simtc.cli._step import add_arguments as add_step_arguments
+
+    add_step_arguments(p)
     p.add_argument("--arch", choices=("sm100", "sm90"), default="sm100", help="timing parameter table")
     p.add_argument("--schedules", type=int_in(1, 1024, "schedules is 1 ... 1024"), default=None, metavar="N",
                    help="run N schedules (the table's timing, then N - 1 seeded perturbations of every parameter "
@@ -65,31 +67,28 @@ def _semantics_setup(program):
 
 def run(args) -> int:
     from simtc.cli._common import emit_json, write_svg
+    from simtc.cli._step import check_arguments
     from simtc.engine.core import Engine
     from simtc.render.timeline import TimelineView
 
-    if args.json and args.step:
-        from simtc.cli._common import UsageError
-
-        raise UsageError("--step prints the events as text; --json prints JSON only",
-                         rule="--json and --step do not combine (--json prints JSON only)")
+    check_arguments(args)
     program = load_program(args.program)
     mode = "timing" if args.timing_only else "semantics"
     if args.schedules is not None:
         return _schedules(args, program, mode)
+    if args.step is not None or args.step_to is not None:
+        from simtc.cli._common import UsageError
+        from simtc.cli._step import run_stepper
+        from simtc.engine.stepper import Stepper
+
+        if args.until is not None:
+            raise UsageError("--until stops a whole run; --step and --step-to stop at an event",
+                             rule="--until does not combine with --step or --step-to")
+        cta = _semantics_setup(program) if mode == "semantics" else None
+        return run_stepper(Stepper.for_program(program, mode=mode, arch=args.arch, cta=cta), args)
     cta = _semantics_setup(program) if mode == "semantics" else None
     eng = Engine(program, mode=mode, arch=args.arch, cta=cta)
-    if args.step:
-        shown = 0
-        while not eng.finished and (args.until is None or eng.peek() < args.until):
-            eng.step()
-            for e in eng.trace[shown:]:
-                if not args.json:
-                    who = f"{e.role}[w{e.warp}]#{e.index}" if e.role else "-"
-                    print(f"{e.cycle:>8}  {e.kind:<8} {who:<20} {e.detail}")
-            shown = len(eng.trace)
-    else:
-        eng.run(until=args.until)
+    eng.run(until=args.until)
     summary = eng.summary()
     if eng.semantics_errors:
         summary["semantics_errors"] = eng.semantics_errors
@@ -101,8 +100,7 @@ def run(args) -> int:
         from simtc.render.export import print_view
         from simtc.render.lines import LinesView
 
-        if not args.step:  # the picture; the hazards follow in full, once, below it
-            print_view(TimelineView(eng, hazards=False), width=args.term_width)
+        print_view(TimelineView(eng, hazards=False), width=args.term_width)  # the hazards follow, once, below
         print_view(LinesView(lambda width: _report_lines(eng, program.name, summary, width)), width=args.term_width)
         for s in eng.semantics_errors:
             print(f"note: cycle {s['cycle']}: the semantics layer refused {s['record']}: {s['error']}",
@@ -118,10 +116,10 @@ def _schedules(args, program, mode: str) -> int:
     from simtc.engine.parameters import Timing
     from simtc.engine.schedules import explore
 
-    for flag in ("step", "until", "svg"):
-        if getattr(args, flag, None):
-            raise UsageError(f"--schedules runs each schedule to its end; --{flag} shows one run",
-                             rule="--schedules does not combine with --step, --until or --svg")
+    for flag in ("step", "step_to", "until", "svg"):
+        if getattr(args, flag, None) is not None and getattr(args, flag, None) is not False:
+            raise UsageError(f"--schedules runs each schedule to its end; --{flag.replace('_', '-')} shows one run",
+                             rule="--schedules does not combine with --step, --step-to, --until or --svg")
     with progress(args.json) as update:
         if update is not None:
             update("schedules", 0, args.schedules)

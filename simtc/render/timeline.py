@@ -27,6 +27,7 @@ _WAIT = Style(color="#999999")
 _UNIT = Style(color="#009E73")
 _BAR = Style(color="#E69F00")
 _CRIT = Style(color="#D55E00", bold=True)
+_CURSOR = Style(bgcolor="#CC79A7")
 _UNIT_NAMES = {"tensor_pipe": "tensor pipe", "tma": "TMA", "tmem_path": "TMEM ld/st", "smem_port": "smem port"}
 
 
@@ -34,8 +35,10 @@ class TimelineView(JupyterMixin):
     """The timeline of a finished (or paused) :class:`simtc.engine.core.Engine` run."""
 
     def __init__(self, engine, *, width: int | None = None, barriers: bool = True, title: str | None = None,
-                 hazards: bool = True):
+                 hazards: bool = True, cursor: int | None = None):
         self.engine = engine
+        self.cursor = cursor
+        """A cycle marked by a column across every row (a stepper's current cycle), or None."""
         self.width = width
         self.barriers = barriers
         self.hazards = hazards
@@ -117,6 +120,12 @@ class TimelineView(JupyterMixin):
                 elif chars[x] == " ":
                     chars[x], styles[x] = "·", _BAR
             rows += [(bar, c, s) for bar, (c, s) in names.items()]
+        if self.cursor is not None:
+            x = cell(max(0, self.cursor))
+            for _label, chars, styles in rows:
+                if chars[x] == " ":
+                    chars[x] = "┊"
+                styles[x] = (styles[x] or Style()) + _CURSOR
         return rows, end
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
@@ -153,6 +162,8 @@ class TimelineView(JupyterMixin):
         legend.append("▲ arrive  · barrier arrival  │ phase complete  ", style=_BAR)
         legend.append("█ unit occupied  ", style=_UNIT)
         legend.append("critical path", style=_CRIT)
+        if self.cursor is not None:
+            legend.append(f"  ┊ cursor: cycle {self.cursor}", style=_CURSOR)
         yield legend
         if short:  # names too long for the label column: say what each abbreviation stands for
             yield Text("abbreviated: " + "; ".join(f"{a} = {full}" for full, a in short.items()), style="dim")

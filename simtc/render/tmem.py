@@ -163,7 +163,8 @@ class TmemMapView(JupyterMixin):
         present = np.unique(lab[lab >= 0])
         legend = Table(box=None, padding=(0, 1), show_header=False)
         for v in present[:24].tolist():
-            legend.add_row(Text(f" {self._symbol(v)} ", style=_label_style(v)), names[v] if v < len(names) else "")
+            legend.add_row(Text(f" {self._symbol(v)} ", style=_label_style(v)),
+                           Text(names[v] if v < len(names) else ""))
         if present.size > 24:
             legend.add_row("", Text(f"... {present.size - 24} more", style=style("simtc.dim")))
         if present.size:

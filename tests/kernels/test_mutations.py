@@ -55,7 +55,7 @@ def test_cli_step_and_svg(tmp_path, capsys):
     args = p.parse_args(["replay", "flashmla-head64", "--blocks", "1", "--step", "15"])
     assert args.handler(args) == 0
     out = capsys.readouterr().out.splitlines()
-    assert out.index(next(x for x in out if x.startswith("snapshot at cycle"))) == 15
+    assert out[15].startswith("step 15 ")  # 15 event lines, then the state after them
     assert any("waits on q_utccp" in x for x in out)
     svg = tmp_path / "t.svg"
     args = p.parse_args(["replay", "flashmla-head64", "--blocks", "1", "--svg", str(svg)])

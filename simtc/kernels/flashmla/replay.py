@@ -743,3 +743,32 @@ def hbm_bound(model_name: str | Head64Model = "v32", timing=None) -> dict:
     share = t["hbm_bytes_per_cycle"] / t["sm_count"]
     return {"bytes_per_block": nbytes, "bytes_per_cycle_per_sm": round(share, 2),
             "min_cycles_per_block": round(nbytes / share, 1)}
+
+
+def stepper(model_name: str | Head64Model = "v32", blocks: int = 2, seed: int = 0, *, transform=None):
+    """A :class:`simtc.engine.stepper.Stepper` over the head64 replay (semantics mode, the seeded inputs loaded,
+    the setup records -- TMEM allocation, barrier init -- applied): step through the kernel one event at a time,
+    the shared-memory state named by the kernel's plan (``Head64Model.smem``).
+
+    ``transform`` maps the Program before it runs (a mutation).
+    """
+    from simtc.engine import Engine
+    from simtc.engine.stepper import Stepper
+    from simtc.semantics import Cta, execute
+
+    m = model(model_name) if isinstance(model_name, str) else model_name
+    inp = make_inputs(m, blocks, seed)
+    program = head64_program(m, blocks, rescale_blocks(inp))
+    if transform is not None:
+        program = transform(program)
+
+    def factory():
+        cta = Cta()
+        cta.init_barriers(program)
+        load_inputs(cta, inp)
+        for r in setup_records(m):
+            execute(r, cta, warp=0)
+        return Engine(program, mode="semantics", cta=cta)
+
+    buffers = [(b.name, b.offset, b.end) for b in m.smem]
+    return Stepper(factory, smem_buffers=buffers, title=f"FlashMLA head64 {m.name.upper()}, {blocks} block(s)")
