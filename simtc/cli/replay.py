@@ -1,7 +1,7 @@
 """``simtc replay flashmla-head64``: the whole FlashMLA SM100 head64 decode kernel on seeded data, checked.
 
 ``simtc replay flashmla-head64 [--model v32|model1] [--blocks B] [--seed S] [--timing-only [--rescale-blocks
-LIST]] [--step [N] | --step-to N] [--svg FILE] [--json] [--mutate NAME] [--list-mutations]`` runs
+LIST]] [--step [N] | --step-to N] [--svg FILE] [--trace FILE.json] [--json] [--mutate NAME] [--list-mutations]`` runs
 :func:`simtc.kernels.flashmla.replay.replay` on the engine and prints its summary (or, with ``--json``,
 ``{"model", "blocks", "instructions", "per_block", "cycles", "cycles_per_block", "tmem_columns", "smem_bytes",
 "o_rel_error", "lse_max_abs_error", "p_bit_exact", "rescale_blocks", "rescale_source", "hazards", "deadlock",
@@ -15,6 +15,7 @@ LIST]] [--step [N] | --step-to N] [--svg FILE] [--json] [--mutate NAME] [--list-
   on): interactive when standard input is a terminal, otherwise the first N events (default 40) and the state
   after them; ``--step-to N [--json]`` prints the state after N events (:mod:`simtc.cli._step`).
 * ``--svg FILE`` writes the run's timeline (one row per warp, unit and mbarrier) as SVG.
+* ``--trace FILE.json`` writes the run as a Chrome/Perfetto trace (:mod:`simtc.render.perfetto`).
 * ``--inputs FILE.npz [--save-outputs OUT.npz]`` replays every (batch, query) row of a file in FlashMLA's own
   format instead of seeded data (:mod:`simtc.kernels.flashmla.io`, :func:`simtc.cli.inputs.run_replay_inputs`).
 
@@ -71,6 +72,9 @@ def register(sub) -> None:
     add_step_arguments(p)
     p.add_argument("--svg", type=svg_path, metavar="FILE.svg", default=None,
                    help="write the run's timeline as SVG to FILE (default: none)")
+    p.add_argument("--trace", type=output_path, metavar="FILE.json", default=None,
+                   help="write the run as a Chrome/Perfetto trace (Trace Event Format JSON: open it in "
+                        "ui.perfetto.dev or chrome://tracing; simtc.render.perfetto) (default: none)")
     p.add_argument("--inputs", metavar="FILE.npz", default=None,
                    help="replay every (batch, query) row of a FlashMLA inputs file (docs/flashmla_formats.md; "
                         "'simtc inputs make' writes one); model and blocks come from the file (default: seeded)")
@@ -141,6 +145,12 @@ def run(args) -> int:
 
         raise SimtcError("--rescale-blocks is an assumption for --timing-only runs; with data the replay derives "
                          "the rescaled blocks from P", rule="replay --rescale-blocks needs --timing-only")
+    if args.trace is not None and (args.schedules is not None or args.inputs is not None or args.step is not None
+                                   or args.step_to is not None):
+        from simtc.cli._common import UsageError
+
+        raise UsageError("--trace writes the trace of one seeded replay run to its end",
+                         rule="--trace does not combine with --schedules, --inputs, --step or --step-to")
     if args.schedules is not None:
         return _schedules(args, transform)
     if args.inputs is not None or args.save_outputs is not None:
@@ -166,13 +176,18 @@ def run(args) -> int:
 
     with progress(args.json) as tell:
         r = replay(args.model, args.blocks, args.seed, timing_only=args.timing_only, transform=transform,
-                   keep_engine=args.svg is not None, rescale=args.rescale_blocks, progress=tell)
+                   keep_engine=args.svg is not None or args.trace is not None, rescale=args.rescale_blocks,
+                   progress=tell)
     if args.svg is not None:
         from simtc.cli._common import write_svg
         from simtc.render.timeline import TimelineView
 
         write_svg(TimelineView(r.engine), args.svg,
                   title=f"FlashMLA head64 {r.model.upper()}, {r.blocks} block(s)")
+    if args.trace is not None:
+        from simtc.render.perfetto import write_chrome_trace
+
+        write_chrome_trace(r.engine, args.trace, announce=True)
     if args.json:
         out = r.to_json()
         if args.mutate is not None:

@@ -4,14 +4,15 @@
 hazard catalogue ``hazard/<name>``) or a Program's JSON. Exit status: 0 when the run is clean,
 1 when a hazard or a deadlock is found, 2 on bad usage. ``--json`` prints ``{"cycles", "events",
 "wall_seconds", "hazards": [{"rule", "cycle", "first", "second", "ref"}], "deadlock",
-"per_role", "units"}``; otherwise the timeline and the hazard reports are printed.
+"per_role", "units"}``; otherwise the timeline and the hazard reports are printed. ``--trace FILE.json`` writes
+the run (to its end, or to ``--until``) as a Chrome/Perfetto trace (:mod:`simtc.render.perfetto`).
 """
 
 from __future__ import annotations
 
 import sys
 
-from simtc.cli._common import add_output_options, int_in
+from simtc.cli._common import add_output_options, int_in, output_path
 
 __all__ = ["load_program", "register", "run"]
 
@@ -37,6 +38,9 @@ def register(sub) -> None:
     p.add_argument("--schedule-seed", type=int_in(0, 2**32 - 1, "a seed is 0 ... 4294967295"), default=0,
                    metavar="S", help="schedule k > 0 uses seed S + k (default: 0)")
     add_output_options(p)
+    p.add_argument("--trace", type=output_path, metavar="FILE.json", default=None,
+                   help="write the run as a Chrome/Perfetto trace (Trace Event Format JSON: open it in "
+                        "ui.perfetto.dev or chrome://tracing; simtc.render.perfetto) (default: none)")
     p.set_defaults(handler=run)
 
 
@@ -74,6 +78,11 @@ def run(args) -> int:
     check_arguments(args)
     program = load_program(args.program)
     mode = "timing" if args.timing_only else "semantics"
+    if args.trace is not None and (args.schedules is not None or args.step is not None or args.step_to is not None):
+        from simtc.cli._common import UsageError
+
+        raise UsageError("--trace writes the trace of one run", rule="--trace does not combine with --schedules, "
+                         "--step or --step-to")
     if args.schedules is not None:
         return _schedules(args, program, mode)
     if args.step is not None or args.step_to is not None:
@@ -94,6 +103,10 @@ def run(args) -> int:
         summary["semantics_errors"] = eng.semantics_errors
     if getattr(args, "svg", None):
         write_svg(TimelineView(eng), args.svg, width=args.term_width, title=program.name)
+    if args.trace is not None:
+        from simtc.render.perfetto import write_chrome_trace
+
+        write_chrome_trace(eng, args.trace, announce=True)
     if args.json:
         emit_json(summary)
     else:
