@@ -4,7 +4,7 @@
 Thread ``i`` (of the ``threads`` executing threads, in order) accesses
 ``[addr + offset_i, addr + offset_i + width)`` with ``offset_i = i * stride`` (``stride``
 defaults to ``width``), or ``offsets[i]`` when explicit per-thread offsets are given (e.g.
-FlashMLA's pre-swizzled dequant stores). Addresses must be aligned to the access size (§6.4.1).
+FlashMLA's pre-swizzled dequant stores). Addresses must be aligned to the access size (PTX ISA §6.4.1).
 ``warp_offsets`` (one byte offset per warp of a warpgroup, indexed by ``warp % 4``) is added for the
 executing warp: the address a warpgroup role computes from its warp index (FlashMLA's P exchange
 writes slot ``w ^ 2``); ``footprint(warp)`` applies it.

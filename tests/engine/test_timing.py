@@ -2,8 +2,8 @@
 
 Reference data:
 
-* ``../shared/data/b200_tcgen05_bf16_1cta.csv`` when present beside the checkout -- 12 B200 rows, a copy of
-  SemiAnalysisAI/microbench-blackwell ``umma_latency/fit_results.csv`` (commit ``9a068d8``);
+* SemiAnalysisAI/microbench-blackwell ``umma_latency/fit_results.csv`` (commit ``9a068d8``) -- 12 B200 rows, typed
+  in :mod:`simtc.engine.calibration` and compared with a local copy of that CSV (``B200_CSV``) when one is present;
 * the ``.ws`` initiation intervals of KevinZeng08/microbench-blackwell ``umma_throughput/tcgen05_mma_ws.md``
   (commit ``6d40dd8``; GB200, BF16 TS, depth 256), typed in :mod:`simtc.engine.calibration`;
 * ``HELD_OUT`` -- B200 latencies the parameters were *not* fitted to (SemiAnalysisAI/microbench-blackwell
@@ -54,7 +54,7 @@ def _b200_rows() -> list[dict]:
              "latency_cycles": str(r.latency_cycles), "ii_cycles": str(r.ii_cycles)} for r in calibration.B200_ROWS]
 
 
-def test_calibration_rows_equal_the_fact_sheet_csv():
+def test_calibration_rows_equal_the_published_csv():
     if not B200_CSV.exists():
         pytest.skip(f"{B200_CSV} is not present beside this checkout")
     with B200_CSV.open() as f:

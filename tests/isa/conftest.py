@@ -53,12 +53,14 @@ def sw128(start: int) -> SmemDescriptor:
 
 
 def qk_b(k: int, nope: int = NOPE1) -> SmemDescriptor:
-    """QK NoPE B for instruction k (§7.1: B + 16384*(k//4) + 32*(k%4))."""
+    """QK NoPE B for instruction k: B + 16384*(k//4) + 32*(k%4) (FlashMLA 9241ae3 config.h L120-125,
+    kernel.cuh L551)."""
     return sw128(nope + 16384 * (k // 4) + 32 * (k % 4))
 
 
-S_DESC = SmemDescriptor(start=212992, lbo=1024, sbo=128, layout_type="INTERLEAVE")  # PV A = S (§7)
-V_DESC = SmemDescriptor(start=0, lbo=8192, sbo=1024, layout_type="SW128")  # PV B = V, nope(0), MN-major (§7)
+S_DESC = SmemDescriptor(start=212992, lbo=1024, sbo=128, layout_type="INTERLEAVE")  # PV A = S (config.h L107-111)
+# PV B = V, nope(0), MN-major (config.h L127-134)
+V_DESC = SmemDescriptor(start=0, lbo=8192, sbo=1024, layout_type="SW128")
 SM90_A = SmemDescriptor(start=0, lbo=16, sbo=1024, layout_type="SW128", arch="sm90")
 SM90_B = SmemDescriptor(start=8192, lbo=16, sbo=1024, layout_type="SW128", arch="sm90")
 

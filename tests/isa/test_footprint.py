@@ -39,7 +39,8 @@ def sw128_k_slice_rows(base, k_slice, rows):
 
 @pytest.mark.parametrize("k", [0, 1, 5, 15])
 def test_flashmla_qk_mma_footprint(k):
-    # QK NoPE instruction k (§7.1): A = TMEM col 256 + 8k, B = dual view at nope(1) + 16384*(k//4) + 32*(k%4)
+    # QK NoPE instruction k (kernel.cuh L547-552): A = TMEM col 256 + 8k,
+    # B = dual view at nope(1) + 16384*(k//4) + 32*(k%4)
     b = sw128(NOPE1 + 16384 * (k // 4) + 32 * (k % 4))
     fp = Mma(400, 256 + 8 * k, b, QK, True, ws=True).footprint()
     want = coalesce_ranges(sw128_k_slice_rows(NOPE1 + 16384 * (k // 4), k % 4, 128))
@@ -47,7 +48,7 @@ def test_flashmla_qk_mma_footprint(k):
     if k == 0:  # rows 7 | 8 are adjacent (992-1024 of one 1-KiB atom, then 0-32 of the next)
         assert want[:3] == [SmemRange(73728, 73760), SmemRange(73856, 73888), SmemRange(74016, 74048)]
         assert len(want) == 113
-    assert fp.smem_bytes_read == 4096  # §10: 18 x 4 KiB of QK B
+    assert fp.smem_bytes_read == 4096  # 18 x 4 KiB of QK B per block
     assert fp.proxy == "async"
     # Layout E: A read by both lane halves (lanes 0-127), 8 columns; D = 128 lanes x N/2 = 64 columns at 400
     assert fp.tmem_reads == (TmemRect(0, 128, 256 + 8 * k, 8), TmemRect(0, 128, 400, 64))
@@ -71,11 +72,12 @@ def coalesce_ranges(ranges):
 
 
 def test_flashmla_pv_mma_footprint():
-    # PV k=0 n=0 (§7.1): A = S (interleave, 64 rows x 16 K: 2 core-matrix columns of 1024 B), B = V MN-major
+    # PV k=0 n=0 (kernel.cuh L578-580): A = S (interleave, 64 rows x 16 K: 2 core-matrix columns of 1024 B),
+    # B = V MN-major
     s = SmemDescriptor(start=212992, lbo=1024, sbo=128, layout_type="INTERLEAVE")
     v = SmemDescriptor(start=0, lbo=8192, sbo=1024, layout_type="SW128")
     fp = Mma(0, s, v, PV, False, ws=True).footprint()
-    # §10: PV reads 2 KiB of S and 8 KiB of V per instruction; V = 16 token rows of 128 B in each of 4 dim tiles
+    # PV reads 2 KiB of S and 8 KiB of V per instruction; V = 16 token rows of 128 B in each of 4 dim tiles
     assert fp.smem_reads == (SmemRange(0, 2048), SmemRange(8192, 10240), SmemRange(16384, 18432),
                              SmemRange(24576, 26624), SmemRange(212992, 215040))
     assert fp.tmem_reads == () and fp.tmem_writes == (TmemRect(0, 128, 0, 128),)
@@ -90,7 +92,7 @@ def test_layout_f_footprint_is_four_lane_blocks():
 
 
 def test_q_copy_footprint():
-    # §7.2 t=0 s=0: 128 rows x 32 B of the SW128 Q view -> lanes 0-127, columns 256-263
+    # Q copy t=0 s=0 (kernel.cuh L477-486): 128 rows x 32 B of the SW128 Q view -> lanes 0-127, columns 256-263
     fp = Cp(256, sw128(0)).footprint()
     assert fp.tmem_writes == (TmemRect(0, 128, 256, 8),)
     assert list(fp.smem_reads) == coalesce_ranges(sw128_k_slice_rows(0, 0, 128))
@@ -145,7 +147,7 @@ def test_ld_st_footprints_cover_exactly_the_cells_of_every_form():
 def test_tma_and_shared_footprints():
     g = CpAsyncBulkTensor(147456 + 2048, 2048, "raw_ready[0]", mode="gather4").footprint()
     assert g.smem_writes == (SmemRange(149504, 151552),) and g.barriers == ("raw_ready[0]",) and g.proxy == "async"
-    # §9 exchange: 32 lanes x 16 B contiguous entries of slot 2 (slot = 256 entries x 16 B = 4 KiB)
+    # the P exchange (kernel.cuh L184): 32 lanes x 16 B contiguous entries of slot 2 (slot = 256 entries x 16 B = 4 KiB)
     ex = StShared(212992 + 2 * 4096, 16, "p_peer").footprint()
     assert ex.smem_writes == (SmemRange(221184, 221696),) and ex.proxy == "generic"
     strided = StShared(0, 4, "x", threads=4, stride=520 * 4).footprint()

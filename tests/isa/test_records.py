@@ -110,7 +110,8 @@ def test_unknown_op_and_fields_raise():
         record_from_json({"op": "tcgen05.commit", "bar": "b", "multicast": None, "label": "", "mask": 1})
 
 
-# ---- PTX lines (syntax of PTX ISA 9.0 §9.7.16.7-§9.7.16.12; FlashMLA gemm.cuh lines 38, 135) ----------------
+# ---- PTX lines (syntax of PTX ISA 9.0 §9.7.16.7-§9.7.16.12; FlashMLA 9241ae3 kerutils device/sm100/gemm.cuh
+# lines 38, 135) ----------------------------------------------------------------------------------------------
 @pytest.mark.parametrize(("rec", "line"), [
     (Alloc(512, 231968), "tcgen05.alloc.cta_group::1.sync.aligned.shared::cta.b32 [0x38a20], 512;"),
     (Dealloc(0, 512), "tcgen05.dealloc.cta_group::1.sync.aligned.b32 0x00000000, 512;"),

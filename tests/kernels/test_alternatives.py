@@ -22,7 +22,7 @@ def test_ss_variant_budget_and_traffic(rows):
     ss = rows["ss-q-smem"]
     assert ss.smem_bytes == 232192 + 73728 and not ss.fits and ss.mma_per_block == 36 + 8
     assert ss.smem_bytes_per_qk_mma == 4096 and ss.smem_operand_bytes_per_block == 36 * 4096 + 8 * 10240
-    assert rows["dual-gemm"].smem_operand_bytes_per_block == 18 * 4096 + 8 * 10240  # §10: 72 KiB + 80 KiB
+    assert rows["dual-gemm"].smem_operand_bytes_per_block == 18 * 4096 + 8 * 10240  # 72 KiB + 80 KiB
     assert ss.tensor_pipe_busy_per_block > rows["dual-gemm"].tensor_pipe_busy_per_block
 
 
@@ -40,7 +40,7 @@ def test_timing_variants_keep_the_numerics(rows):
     assert rows["b0-b1-collectors"].tensor_pipe_busy_per_block < rows["dual-gemm"].tensor_pipe_busy_per_block
 
 
-def test_exchange_instructions_are_section_9():
+def test_exchange_instructions_are_the_kernels():
     p = head64_program("v32", 2)
     assert alt.exchange_instructions(p) == {"LDTM.x32 (extra)": 1, "STS.128": 8, "LDS.128": 8, "FADD2": 16,
                                             "BAR.SYNC (pair)": 1}

@@ -24,7 +24,7 @@ def qk():
 
 
 # ---- plan: FlashMLA config.h SharedMemoryPlan, lines 159-194 at 9241ae3 -------------------------------------
-SECTION_4 = {"q": (0, 65536), "q_sw64": (65536, 8192), "o_buf": (73728, 65536), "o_accum_buf": (73728, 133088),
+STRUCT_V32 = {"q": (0, 65536), "q_sw64": (65536, 8192), "o_buf": (73728, 65536), "o_accum_buf": (73728, 133088),
              "dequant0.nope": (0, 65536), "dequant0.rope": (65536, 8192), "dequant1.nope": (73728, 65536),
              "dequant1.rope": (139264, 8192), "raw_nope0": (147456, 32768), "raw_nope1": (180224, 32768),
              "p_exchange_buf": (212992, 16384), "s": (212992, 8192), "rowwise_max_buf": (229376, 512),
@@ -32,8 +32,8 @@ SECTION_4 = {"q": (0, 65536), "q_sw64": (65536, 8192), "o_buf": (73728, 65536), 
              "tmem_start_addr": (231968, 16), "mbarriers": (231984, 200)}
 
 
-def test_smem_plan_is_the_fact_sheet_table():
-    assert {b.name: (b.offset, b.size) for b in flashmla.SMEM_V32} == SECTION_4
+def test_smem_plan_is_the_kernels_struct():
+    assert {b.name: (b.offset, b.size) for b in flashmla.SMEM_V32} == STRUCT_V32
     assert flashmla.SMEM_V32.total == 232192 <= 227 * 1024
     assert max(b.end for b in flashmla.SMEM_V32) == 232184  # the barriers end 8 B before the struct's size
     assert {b.name for b in flashmla.SMEM_V32.aliases("o_accum_buf")} == {

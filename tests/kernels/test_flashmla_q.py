@@ -48,7 +48,7 @@ def placed():
     tm.relinquish_alloc_permit(warp=0)
     nope_desc = SmemDescriptor(start=0, lbo=16, sbo=1024, layout_type="SW128")
     rope_desc = SmemDescriptor(start=65536, lbo=16, sbo=512, layout_type="SW64")
-    assert nope_desc.encode() >> 32 == 0x40004040 and rope_desc.encode() >> 32 == 0x80004020   # §7 table
+    assert nope_desc.encode() >> 32 == 0x40004040 and rope_desc.encode() >> 32 == 0x80004020
     for t in range(4):
         for s in range(4):
             d = nope_desc.advance(t * 16384 + s * 32)
@@ -76,13 +76,13 @@ def test_table_7_2_row_by_row(placed):
             assert (got == q[lanes % 64, d0:d1 + 1]).all(), (t, s, lanes[0])
 
 
-def test_every_cell_matches_the_section_8_formula(placed):
+def test_every_cell_matches_the_dual_gemm_formula(placed):
     """Cell for cell, columns 256-399: lane L (h = L % 64, half = L // 64), 16-bit half j % 2."""
     q, tm = placed
     L = np.arange(128)[:, None]
     h, half = L % 64, L // 64
     want = np.zeros((128, 144, 2), dtype=np.uint32)
-    for c in range(144):                                  # scalar transcription of §8.2, column by column
+    for c in range(144):                                  # the TABLE's rule, scalar, column by column
         for j2 in range(2):
             if c < 128:
                 t, s, jj = c // 32, (c % 32) // 8, 2 * (c % 8) + j2

@@ -24,7 +24,7 @@ def test_golden_descriptors_from_tiles(shape, w100, w90):
     assert SmemDescriptor.from_u64(w100).to_arch("sm90").encode() == w90
 
 
-def test_fact_sheet_worked_values():
+def test_worked_descriptor_values():
     # worked out from PTX ISA 9.0 §9.7.16.4.1 Table 40 / §9.7.15.5.1.2.2; FlashMLA's S, V and dequant[1] K
     # operands (config.h lines 107-111, 127-134, 159-194 at 9241ae3) give the second to fourth
     cases = [

@@ -86,7 +86,7 @@ def test_schema_and_counts(data):
 # --------------------------------------------------------------------------------------------
 
 
-def _fact_sheet(shape: str, t: int, i: int, imm: int) -> tuple[int, int]:
+def _ptx_ldst_map(shape: str, t: int, i: int, imm: int) -> tuple[int, int]:
     """tcgen05.ld/st shapes (PTX ISA 9.0 §9.7.16.8.3): thread t, register i -> (lane offset, logical column
     offset)."""
     if shape == "32dp32b":
@@ -120,8 +120,8 @@ def test_every_ldst_form_is_present(data):
     assert seen == want
 
 
-def test_ldst_maps_match_fact_sheet_formulas(data):
-    """All 148 ops, every thread and register: CuTe's traits reproduce the §10 table.
+def test_ldst_maps_match_the_ptx_formulas(data):
+    """All 148 ops, every thread and register: CuTe's traits reproduce ``_ptx_ldst_map``.
 
     Unpacked: one 32-bit cell per register.  Packed (.pack::16b / .unpack::16b): the table's
     logical column c becomes physical columns 2c (register bits 0-15) and 2c+1 (bits 16-31).
@@ -134,15 +134,16 @@ def test_ldst_maps_match_fact_sheet_formulas(data):
         for t, regs in enumerate(e["map"]):
             assert len(regs) == e["regs_per_thread"], e["op"]
             for i, pieces in enumerate(regs):
-                lane, col = _fact_sheet(shape, t, i, num)
+                lane, col = _ptx_ldst_map(shape, t, i, num)
                 if pack:
                     assert pieces == [[lane, 2 * col, 0], [lane, 2 * col + 1, 1]], (e["op"], t, i)
                 else:
                     assert pieces == [[lane, col, None]], (e["op"], t, i)
 
 
-def test_fact_sheet_worked_example_16x256b_x1(data):
-    """§10: .16x256b.x1 is the mma.sync C fragment: r0, r1 row t/4 at columns 2(t%4), +1; r2, r3 row +8."""
+def test_worked_example_16x256b_x1(data):
+    """PTX ISA 9.0 §9.7.16.8.3: .16x256b.x1 is the mma.sync C fragment: r0, r1 row t/4 at columns 2(t%4), +1;
+    r2, r3 row +8."""
     e = next(x for x in data["ldst"] if x["op"] == "SM100_TMEM_LOAD_16dp256b1x")
     assert e["map"][5] == [[[1, 2, None]], [[1, 3, None]], [[9, 2, None]], [[9, 3, None]]]
     e = next(x for x in data["ldst"] if x["op"] == "SM100_TMEM_LOAD_16dp256b1x_16b")
@@ -210,7 +211,7 @@ CP_TABLE = {
 }
 
 
-def test_utccp_matches_fact_sheet_table(data):
+def test_utccp_matches_the_ptx_table(data):
     assert {e["shape"] for e in data["utccp"]} == set(CP_TABLE)
     for e in data["utccp"]:
         rows, cols, lanes = CP_TABLE[e["shape"]]
@@ -228,7 +229,7 @@ def test_utccp_matches_fact_sheet_table(data):
 
 
 def _expected_acc(e, m, n):
-    """§4 table, per CTA, at (L0, C0) = (0, 0); returns (cta, lane, col)."""
+    """Layouts D-G (PTX ISA 9.0 §9.7.16.10.5), per CTA, at (L0, C0) = (0, 0); returns (cta, lane, col)."""
     big_n, letter = e["n"], e["layout"]
     if letter == "D":
         return 0, m, n
@@ -256,14 +257,14 @@ def test_layout_letters_present(data):
     assert {(128, n) for n in (16, 64, 128, 256)} | {(64, n) for n in (8, 16, 64, 128, 256)} <= dense1
 
 
-def test_accumulator_fragments_match_fact_sheet(data):
+def test_accumulator_fragments_match_the_ptx_layouts(data):
     for e in (x for x in data["mma_frg"] if x["kind"] == "acc"):
         assert len(e["map"]) == e["rows"] == e["tile_m"] and len(e["map"][0]) == e["cols"] == e["n"]
         for m in range(e["rows"]):
             block, ml = divmod(m, e["m"])
             for n in range(e["n"]):
                 cta, lane, col = _expected_acc(e, ml, n)
-                if block:  # several M=64 atoms in one tile (§4.3 TmemAllocMode)
+                if block:  # several M=64 atoms in one tile (CUTLASS TmemAllocMode)
                     if e["alloc_mode"] == "Interleaved":
                         lane, col = lane + 16 * (block % 2), col + e["n"] * (block // 2)
                     else:
@@ -285,7 +286,7 @@ def test_layout_f_interleaving_uses_lane_alignment_16(data):
 
 
 def test_a_operand_in_tmem_packs_two_per_column(data):
-    """§5: A[m][k] at column k//2, even k in the low half; lanes as the D layout (D or F)."""
+    """PTX ISA 9.0 §9.7.16.10.9: A[m][k] at column k//2, even k in the low half; lanes as the D layout (D or F)."""
     recs = [x for x in data["mma_frg"] if x["kind"] == "a_operand"]
     assert {x["m"] for x in recs} == {64, 128}
     for e in recs:

@@ -29,7 +29,7 @@ def test_footprint_is_a_bijection(op):
 
 
 @pytest.mark.parametrize("op", OPS, ids=lambda op: op.cutlass)
-def test_map_matches_the_fact_sheet_formulas(op):
+def test_map_matches_the_ptx_formulas(op):
     """An independent, scalar transcription of the tcgen05.ld/st shapes (PTX ISA 9.0 §9.7.16.8.3; slow on
     purpose)."""
     lane, col = op.lane_offsets(), op.columns()
@@ -191,7 +191,7 @@ def test_store_halves_must_not_overlap():
 
 
 def test_flashmla_p_readback_warps_0_to_3():
-    """FlashMLA §6.3: warps 0,1 load P_lo (cols 400-431), warps 2,3 load P_hi via .32x32b.x32."""
+    """FlashMLA 9241ae3 kernel.cuh L168-174: warps 0,1 load P_lo (cols 400-431), warps 2,3 load P_hi via .32x32b.x32."""
     from simtc.tmem import datapath_layout
 
     tm = _tm()
