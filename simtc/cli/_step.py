@@ -35,8 +35,8 @@ def add_arguments(p, default_n: int = 40) -> None:
     p.add_argument("--step", type=int_in(1, 1_000_000, "--step N: 1-1000000 events"), nargs="?", const=default_n,
                    default=None, metavar="N",
                    help="step through the run: interactive when stdin is a terminal (n next, b back, c next "
-                        f"barrier completion, j N jump, q quit); otherwise the first N events (N defaults to {default_n}) "
-                        "and the state after them")
+                        "barrier completion, j N jump, q quit); otherwise the first N events (N defaults to "
+                        f"{default_n}) and the state after them")
     p.add_argument("--step-to", type=int_in(0, None, "--step-to N: a step is a non-negative event count"),
                    default=None, metavar="N",
                    help="print the state after N events (with --json: the step's JSON) and exit (default: no stepping)")
@@ -106,8 +106,8 @@ def _is_terminal(f) -> bool:
 
 
 def _status(stepper) -> int:
-    eng = stepper.engine
-    return 0 if eng.clean or not eng.finished else 1
+    eng = stepper.engine  # the hazards found as far as the run went
+    return 1 if eng.hazards or eng.deadlock else 0
 
 
 def interact(stepper, stdin, out, width=None) -> int:

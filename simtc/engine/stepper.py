@@ -27,6 +27,7 @@ from __future__ import annotations
 import copy
 from collections.abc import Callable, Iterator
 
+import attrs
 import numpy as np
 from attrs import field, frozen
 
@@ -237,6 +238,8 @@ class Stepper:
             ptx, label = self._ptx(rec), getattr(rec, "label", "") or ""
             if op.bar is not None and bar is None:
                 bar = op.bar
+            elif op.kind in (k.K_BAR_SYNC, k.K_BAR_ARRIVE) and bar is None:
+                bar = f"bar {op.arg[0]}"
             if e.kind in ("issue", "complete"):
                 fp = rec.footprint(e.warp) if op.quad_bad is None else None
                 if fp is not None:
@@ -293,7 +296,11 @@ class Stepper:
         """Run the engine until at least ``n`` events exist (or it finishes)."""
         eng = self.engine
         while len(self.events) < n and not eng.finished:
+            before = len(self.events)
             eng.step()
+            for j in range(before, len(self.events)):  # whom a phase released is known once its step ends
+                if j in eng.released:
+                    self.events[j] = attrs.evolve(self.events[j], released=eng.released[j])
         while len(self._checkpoints) * CHECKPOINT_EVERY <= len(self.events):
             f = self._checkpoints[-1]
             f = copy.deepcopy(f)
@@ -441,16 +448,29 @@ class Stepper:
                  for n, s in f.mbars.items()]
         nbars = [{"id": i, "arrived": s["arrived"], "count": s["count"], "generation": s["generation"]}
                  for i, s in sorted(f.nbars.items())]
-        ids, inverse = np.unique(f.tmem_writer, return_inverse=True)
-        inverse = inverse.reshape(f.tmem_writer.shape)
+        shifted = f.tmem_writer.ravel().astype(np.int64) + 1  # writers are steps: count them (no sort)
+        ids = np.nonzero(np.bincount(shifted, minlength=1))[0]
+        lut = np.zeros(int(shifted.max()) + 1, dtype=np.int64)
+        lut[ids] = np.arange(ids.size)
+        inverse = lut[shifted].reshape(f.tmem_writer.shape)
+        ids = ids - 1
+        k = ids.size
+        lane_of, col_of = np.indices(inverse.shape)
+        flat = inverse.ravel()
+        cells = np.bincount(flat, minlength=k)
+        box = []
+        for grid, fn, start in ((lane_of, np.minimum, LANES), (lane_of, np.maximum, -1), (col_of, np.minimum, COLUMNS),
+                                (col_of, np.maximum, -1)):
+            v = np.full(k, start, dtype=np.int64)
+            fn.at(v, flat, grid.ravel())
+            box.append(v.tolist())
         names, regions = [], []
         for j, n in enumerate(ids.tolist()):
             if n < 0:
                 continue
-            lanes, cols = np.nonzero(inverse == j)
             names.append(self._writer_name(n))
-            regions.append({"writer": self._writer_name(n), "step": n, "lanes": [int(lanes.min()), int(lanes.max())],
-                            "columns": [int(cols.min()), int(cols.max())], "cells": int(lanes.size)})
+            regions.append({"writer": self._writer_name(n), "step": n, "lanes": [box[0][j], box[1][j]],
+                            "columns": [box[2][j], box[3][j]], "cells": int(cells[j])})
         offset = 1 if ids.size and ids[0] < 0 else 0
         writer_ids = inverse - offset  # -1 = never written
         allocs = dict(sorted(eng._tmem_cols.items())) if f.step == len(self.events) and eng.finished else None
@@ -484,8 +504,19 @@ def _accesses(fp, buffer_names) -> tuple[dict, dict]:
     def tm(rects):
         return [{"lanes": [r.lane0, r.lane0 + r.lanes - 1], "columns": [r.col0, r.col0 + r.cols - 1]} for r in rects]
 
-    def sm(ranges):
-        return [{"range": [r.start, r.stop], "buffers": buffer_names(r.start, r.stop)} for r in ranges]
+    def sm(ranges):  # the pieces grouped by the buffers they fall in (a swizzled tile is many short pieces)
+        groups: dict[tuple, dict] = {}
+        for r in ranges:
+            key = tuple(buffer_names(r.start, r.stop))
+            g = groups.get(key)
+            if g is None:
+                groups[key] = {"range": [r.start, r.stop], "bytes": r.stop - r.start, "pieces": 1,
+                               "buffers": list(key)}
+            else:
+                g["range"] = [min(g["range"][0], r.start), max(g["range"][1], r.stop)]
+                g["bytes"] += r.stop - r.start
+                g["pieces"] += 1
+        return list(groups.values())
 
     reads, writes = {}, {}
     if fp.tmem_reads:

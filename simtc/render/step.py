@@ -35,7 +35,8 @@ def _fmt_access(acc: dict) -> list[str]:
     for r in acc.get("smem", ()):
         a, b = r["range"]
         where = f" ({', '.join(r['buffers'])})" if r["buffers"] and not r["buffers"][0].startswith("[") else ""
-        out.append(f"smem [{a:#x}, {b:#x}) {b - a} B{where}")
+        pieces = f" in {r['pieces']} pieces" if r.get("pieces", 1) > 1 else ""
+        out.append(f"smem [{a:#x}, {b:#x}) {r.get('bytes', b - a)} B{pieces}{where}")
     if acc.get("regs"):
         out.append("regs " + ", ".join(acc["regs"]))
     return out
