@@ -10,6 +10,7 @@ chrome://tracing ("Load") open. One process stands for the CTA; its named thread
   with the record index, its PTX text (``Program`` record ``.ptx()``) and the cycles in ``args``; a wait
   (``mbarrier.try_wait``, ``bar.sync``, ``tcgen05.wait::ld`` ...) is a slice from ``wait`` to ``resume`` inside
   its record's slice, named after what it waits on (a wait for registers comes before its record's issue);
+  a one-cycle ``exit`` slice marks the cycle the warp finished;
 * one track per unit: the **tensor pipe** (the ``tcgen05.mma`` / ``tcgen05.cp`` / ``wgmma`` work, nothing
   else), **TMA** (the copy engine's loads and stores) and the **TMEM ld/st** path hold each asynchronous
   operation as a slice from when the unit started it to its ``complete`` event -- operations that overlap
@@ -97,6 +98,7 @@ def _check_size(engine) -> None:
 
 
 def _header(engine, clock_ghz) -> tuple[str, dict]:
+    _clock_scale(clock_ghz)
     unit = CYCLE_UNIT if clock_ghz is None else f"1 us in the viewer = 1 us at {float(clock_ghz):g} GHz"
     hz = engine.hazards
     other = {"time_unit": unit, "program": engine.program.name, "cycles": int(engine.cycles),
@@ -127,16 +129,9 @@ def write_chrome_trace(engine, path: str | os.PathLike, *, clock_ghz: float | No
     n = 0
     try:
         with open(path, "w", encoding="utf-8") as f:
-            f.write('{"traceEvents":[\n')
-            chunk: list[str] = []
-            for ev in events:
-                chunk.append(encode(ev))
-                if len(chunk) == 8192:
-                    f.write(("" if n == 0 else ",\n") + ",\n".join(chunk))
-                    n += len(chunk)
-                    chunk = []
-            if chunk:
-                f.write(("" if n == 0 else ",\n") + ",\n".join(chunk))
+            f.write('{"traceEvents":[')
+            for chunk in _chunks(events, 4096):  # a list of events encoded at once (one call into the encoder)
+                f.write(("\n" if n == 0 else ",\n") + encode(chunk)[1:-1])
                 n += len(chunk)
             f.write(f'\n],\n"displayTimeUnit":{encode(unit)},\n"otherData":{encode(other)}}}\n')
     except OSError as e:
@@ -310,7 +305,6 @@ class _Builder:
         yield {"ph": "M", "pid": PID, "tid": 0, "name": "process_name",
                "args": {"name": f"CTA: {eng.program.name}"}}
         yield {"ph": "M", "pid": PID, "tid": 0, "name": "process_sort_index", "args": {"sort_index": 0}}
-        yield {"ph": "M", "pid": PID, "tid": 0, "name": "thread_name", "args": {"name": "CTA"}}
         for tid, name in enumerate(names, 1):
             yield {"ph": "M", "pid": PID, "tid": tid, "name": "thread_name", "args": {"name": name}}
             yield {"ph": "M", "pid": PID, "tid": tid, "name": "thread_sort_index", "args": {"sort_index": tid}}
@@ -418,6 +412,8 @@ class _Builder:
             elif kind == "done":
                 if rec_open[w] is not None:
                     yield from close_record(w, c)
+                yield {"ph": "X", "pid": PID, "tid": tids[w], "ts": ts(c), "dur": ts(c + 1) - ts(c), "name": "exit",
+                       "cat": "exit", "args": {"cycle": c}}
             elif kind == "arrive" and e.index >= 0:
                 bar = self.barrier_of(w, e.index)
                 if bar is None:
@@ -436,6 +432,17 @@ class _Builder:
                     yield sl
             if rec_open[w] is not None:
                 yield from close_record(w, self.end)
+
+
+def _chunks(it, n: int) -> Iterator[list]:
+    chunk = []
+    for x in it:
+        chunk.append(x)
+        if len(chunk) == n:
+            yield chunk
+            chunk = []
+    if chunk:
+        yield chunk
 
 
 def _lanes(slices: list[tuple]) -> list[tuple]:
