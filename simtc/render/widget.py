@@ -38,10 +38,11 @@ import io
 from rich.console import Console, ConsoleOptions, RenderResult
 from rich.jupyter import JupyterMixin
 from rich.rule import Rule
+from rich.text import Text
 
 from simtc.errors import SimtcError
 from simtc.render.step import StepView
-from simtc.render.theme import SIMTC_THEME
+from simtc.render.theme import SIMTC_THEME, style
 
 __all__ = ["MMA_OPCODES", "StepperWidget", "StepsView", "WidgetError", "have_ipywidgets", "show_steps", "to_html"]
 
@@ -73,7 +74,7 @@ def to_html(renderable, width: int = 120) -> str:
 class StepsView(JupyterMixin):
     """The pictures of chosen steps of a stepper, one after another (see :func:`show_steps`).
 
-    Rendering moves the stepper to each step and back to where it was.
+    Rendering runs the stepper to its end, moves it to each step and back to where it was.
     """
 
     def __init__(self, stepper, steps, *, timeline: bool = True, tmem: bool = True, smem: bool = True):
@@ -84,12 +85,13 @@ class StepsView(JupyterMixin):
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         s = self.s
         saved = s.position
+        len(s)  # the whole run: each picture says "step n of N"
         try:
             for n, caption in self.steps:
                 s.goto(n)
                 e = s.event()
                 title = f"step {n}" + (f": {caption}" if caption else "") + (f" (cycle {e.cycle})" if e else "")
-                yield Rule(title, align="left")
+                yield Rule(Text(title, style=style("simtc.title")), align="left")
                 # rendered now, while the stepper is at step n
                 yield from list(console.render(StepView(s, timeline=self.timeline, tmem=self.tmem,
                                                         smem=self.smem), options))
