@@ -219,7 +219,10 @@ def tour_lines(width: int, blocks: int = 4, progress=None) -> tuple[list[str], b
          + " differ by code a one-request replay does not run (split-KV epilogue, the P load's second branch)",
          all(x["explained"] for x in sass) and len(same) >= 9),
         (f"TMEM columns touched by the replay {r.tmem_columns} (O 256 + Q 144 + P 64 = 464)", r.tmem_columns == 464),
-        ("no hazards, no deadlock", not r.hazards and r.deadlock is None and not r.semantics_errors),
+        ("no hazards, no deadlock" + (f"; the checker also reports a known race of FlashMLA's kernel itself, apart "
+                                      f"({len(r.known_races)} x {r.known_races[0]['rule']}, "
+                                      f"{r.known_races[0]['known']['title']})" if r.known_races else ""),
+         not r.hazards and r.deadlock is None and not r.semantics_errors),
         (f"duplicated Q ({dup.tmem_columns} columns) run through the TMEM allocator region by region: "
          + ", ".join(f"{g} {n} at {c}" for g, n, c in dup_chunks if c is not None)
          + f", then {dup_chunks[-1][0]} {dup_chunks[-1][1]} refused ("

@@ -51,6 +51,8 @@ from __future__ import annotations
 import functools
 from collections.abc import Sequence
 
+from attrs import frozen
+
 from simtc.errors import SimtcError
 from simtc.isa.cuda_core import CudaCoreBlock
 from simtc.isa.idesc import InstrDescriptor
@@ -78,8 +80,9 @@ from simtc.kernels.flashmla.plan import NOPE_TILE, NOPE_VIEW, ROPE_VIEW
 from simtc.smem.desc import SmemDescriptor
 from simtc.smem.layout import CanonicalLayout
 
-__all__ = ["MUTATIONS", "PV_IDESC", "ROLE_WARPS", "S_LAYOUT", "Head64Builder", "builder", "head64_program", "mutate",
-           "per_block_counts", "ring_state", "role_counts", "setup_records"]
+__all__ = ["KNOWN_RACES", "MUTATIONS", "PV_IDESC", "ROLE_WARPS", "S_LAYOUT", "Head64Builder", "KnownRace", "builder",
+           "head64_program", "known_race_records", "mutate", "per_block_counts", "ring_state", "role_counts",
+           "setup_records", "split_known_races"]
 
 ROLE_WARPS = {"softmax": (0, 1, 2, 3), "mma": (4,), "raw": (5,), "rope": (6,), "index": (7,),
               "dequant": (8, 9, 10, 11)}
@@ -602,6 +605,79 @@ def clear_caches() -> None:
     _BUILDERS.clear()
     _per_block_counts.cache_clear()
     _o_stage_offsets.cache_clear()
+
+
+# ---- races of the kernel itself ---------------------------------------------------------------------------
+@frozen
+class KnownRace:
+    """A race the hazard checker reports on the faithful Program because the kernel has it: a finding about
+    FlashMLA's source, not a hazard the simulator's Program introduced. ``first`` / ``second`` find the two records
+    in a role's record list (a mutated Program's too): ``(record class name, register, "first" | "last")``."""
+
+    rule: str
+    title: str
+    role: str
+    first: tuple[str, str, str]
+    second: tuple[str, str, str]
+    lines: str
+    """Where the two accesses are in the kernel."""
+    why: str
+    """What it means, and why it is benign in practice (or not)."""
+
+
+KNOWN_RACES = (
+    KnownRace(
+        "smem-write-after-read", "rowwise_max_buf: the partner's last row max read (kernel.cuh line 229 at 9241ae3) "
+        "against the li write (line 309)", "softmax", ("LdShared", "cur_peer", "last"), ("StShared", "li", "first"),
+        "FlashMLA csrc/sm100/decode/head64/kernel.cuh at 9241ae3: line 229 reads the partner's row max "
+        "rowwise_max_buf[idx_in_warpgroup^64] after the wg0_sync of line 227; after the last block the li exchange "
+        "writes rowwise_max_buf[idx_in_warpgroup] at line 309 (the partner t^64 owns the slot just read), with no "
+        "barrier between: the loop-top wg0_sync of line 161, which orders every other block's reads before the next "
+        "block's writes, does not run after the last block",
+        "a write-after-read race between warps w and w^2 of WG0 by the letter of the memory model: nothing orders "
+        "the partner's read before this write. Benign in practice: the read is issued right after the wg0_sync "
+        "release, the write hundreds of instructions later (the exponentials, the S stores, a possible O rescale, "
+        "fence.proxy.async, the so_ready arrive, the final li), so the read has long completed; a warp descheduled "
+        "for all that time would read li instead of the row max and could mis-scale its last block"),
+)
+"""The races of FlashMLA head64 itself that the checker reports (``simtc replay`` and the tour list them apart)."""
+
+
+def known_race_records(program: Program) -> list[tuple[KnownRace, int, int]]:
+    """Each known race of ``program`` (the head64 Program, mutated or not) with the indices of its two records in
+    the role (a race whose records the Program lacks is left out)."""
+    out = []
+    for race in KNOWN_RACES:
+        try:
+            recs = program.role(race.role).records
+        except (KeyError, SimtcError):
+            continue
+        idx = []
+        for cls, reg, which in (race.first, race.second):
+            hits = [i for i, r in enumerate(recs) if type(r).__name__ == cls
+                    and (getattr(r, "dst", None) == reg or getattr(r, "src", None) == reg)]
+            if hits:
+                idx.append(hits[-1] if which == "last" else hits[0])
+        if len(idx) == 2:
+            out.append((race, idx[0], idx[1]))
+    return out
+
+
+def split_known_races(program: Program, hazards: Sequence[dict]) -> tuple[list[dict], list[dict]]:
+    """``hazards`` (the JSON form, :meth:`simtc.engine.hazards.Hazard.to_json`) split into those the Program
+    introduced and those that are known races of the kernel (each of the latter with ``known``: the race's lines
+    and meaning)."""
+    known = {(race.rule, race.role, a, b): race for race, a, b in known_race_records(program)}
+    mine, theirs = [], []
+    for h in hazards:
+        f, g = h.get("first"), h.get("second")
+        race = known.get((h["rule"], f and f["role"], f and f["index"], g and g["index"])) \
+            if f and g and f["role"] == g["role"] else None
+        if race is None:
+            mine.append(h)
+        else:
+            theirs.append({**h, "known": {"title": race.title, "lines": race.lines, "why": race.why}})
+    return mine, theirs
 
 
 # ---- variants and mutations (the hook the mutation catalogue plugs into) ----------------------------------
