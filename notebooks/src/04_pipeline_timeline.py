@@ -9,7 +9,7 @@
 # barriers, at commit `9241ae3`). This notebook runs one KV block of it on simtc's engine and asks:
 #
 # 1. what does one block's timeline look like (the Gantt view)?
-# 2. who waits on what — stepping the simulation and taking snapshots;
+# 2. what happens at each step — the stepping widget, the stepper's queries, who waits on what;
 # 3. where does the time go — barrier waits by role, the critical path, busy cycles per role and unit,
 #    the whole kernel's time and what binds the steady state;
 # 4. which timing parameters produced those cycles, how sure are we of each (measured / documented / derived /
@@ -25,6 +25,7 @@
 
 # %%
 from collections import Counter, defaultdict
+from itertools import islice
 
 from IPython.display import display
 from rich.table import Table
@@ -37,8 +38,9 @@ from simtc.engine.sensitivity import sensitivity
 from simtc.engine.tensor_pipe import mma_spec_of
 from simtc.kernels import hazards as catalogue
 from simtc.kernels.flashmla.mutations import CATALOGUE as MUTATIONS
-from simtc.kernels.flashmla.replay import B200_CLOCK_GHZ, PUBLISHED_TFLOPS, replay, steady_cycles_per_block
+from simtc.kernels.flashmla.replay import B200_CLOCK_GHZ, PUBLISHED_TFLOPS, replay, steady_cycles_per_block, stepper
 from simtc.render.timeline import TimelineView
+from simtc.render.widget import StepperWidget, show_steps
 
 # %% [markdown]
 # ## 1. One block's timeline
@@ -68,44 +70,108 @@ TimelineView(eng, width=100)
 # a published B200 measurement), queued behind the bytes booked before them.
 
 # %% [markdown]
-# ## 2. Who waits on what: step and snapshot
+# ## 2. Step through the block
 #
-# A fresh engine on the same Program can be stepped one event at a time (`step()`), run to a cycle
-# (`run(until=...)`) and inspected (`snapshot()`): each warp's program counter and what it waits on,
-# every mbarrier's phase and pending arrivals, what is in flight. The first events:
+# `simtc.kernels.flashmla.replay.stepper` builds a `Stepper` (`simtc.engine.stepper`) over the same
+# replay: it runs the engine one trace event at a time and keeps, for every step, what the event changed,
+# so it can go forward and back, jump to any step, and show the state there — each warp's program
+# counter and PTX line and what it waits on, every barrier's phase and pending arrivals, Tensor Memory by
+# the instruction that last wrote each cell, the shared-memory buffers and their last writer, the units'
+# operations in flight. Step `n` is the state after the first `n` events.
+#
+# **The stepping widget** (`simtc.render.widget.StepperWidget`) puts it behind a slider and buttons: one
+# event back or forward, the next barrier completion, the next MMA issue, and the next event of a role or
+# barrier chosen in the list. Under the controls, the step's picture: the event with its PTX line, what it
+# read and wrote and whom it released, then the state and the whole run's timeline with a cursor at the
+# step's cycle. It opens at the block's first QK MMA. (In JupyterLab it is live; a page built without a
+# kernel, like this site's, shows the picture of the step it opened at, and the pictures of four chosen
+# steps below.)
 
 # %%
-stepper = Engine(eng.program, mode="timing")
-steps = 0
-while len(stepper.trace) < 16:
-    stepper.step()
-    steps += 1
-for ev in stepper.trace:
-    print(f"cycle {ev.cycle:>5}  {ev.role:>8}[w{ev.warp}] #{ev.index:<3} {ev.kind:<7} {ev.detail}")
-print(f"({steps} steps; a step is one SimPy event, which may record several trace events or none)")
+widget = StepperWidget(stepper("v32", blocks=1, seed=0))
+widget.goto(widget.stepper.find(opcode="tcgen05.mma", start=0))
+display(widget)
 
 # %% [markdown]
-# Now stop just before three phases of the block complete — P ready (`qk_done[0]`), S ready
-# (`so_ready[0]`), PV done (`sv_done[0]`) — and ask every warp what it is waiting for. The cycles come
-# from the finished run's trace (`phase` events):
+# The same moves in code, on a stepper of its own (so the widget above stays where you leave it):
+# `find(...)` returns the step of the next event matching its conditions (a role, a warp, a barrier, a
+# PTX opcode, an event kind, a cycle, a label), `to_next(...)` goes there, `forward`/`back`/`goto` move.
+# The run's first events:
 
 # %%
-phase_at = {e.detail.split(" phase")[0]: e.cycle for e in eng.trace if e.kind == "phase"}
+steps = stepper("v32", blocks=1, seed=0)
+for e in islice(steps, 12):
+    print(e.line())
+print(f"... {len(steps)} events in all, the last at cycle {steps.event(len(steps)).cycle:,} (the replay's "
+      f"{eng.cycles:,} cycles)")
+
+# %% [markdown]
+# Four moments of the block, found by asking for them (FlashMLA `kernel.cuh` at `9241ae3`: the QK MMAs
+# and their commit to `qk_done` at lines 542-573, the softmax's wait and P loads at 163-175, the exchange
+# at 184-190, the PV MMAs and their commit to `sv_done` at 580-581):
+#
+# 1. the **first QK MMA** issued: it reads Q from TMEM and K from shared memory, and its P lands in TMEM
+#    columns 400-463 only when it completes;
+# 2. **`qk_done[0]` completes** (the commit after the last QK MMA): it releases the four softmax warps;
+# 3. **the P exchange**: each softmax warp holds half of every P sum (the dual GEMM splits the dimensions
+#    between the lane halves, notebook 03), stores the half its partner needs into `p_exchange_buf` and
+#    meets it at a 64-thread pair barrier — bar 10 for warps 0 and 2, bar 11 for warps 1 and 3;
+# 4. **`sv_done[0]` completes**: the PV MMAs have written O (TMEM columns 0-255), the softmax warps go on
+#    to the epilogue.
+
+# %%
+first_qk = steps.find(opcode="tcgen05.mma", start=0)
+p_ready = steps.find(barrier="qk_done[0]", kind="phase", start=0)
+p_exchange = steps.find(barrier="bar 10", kind="phase", start=0)
+pv_done = steps.find(barrier="sv_done[0]", kind="phase", start=0)
+for n in (first_qk, p_ready, p_exchange, pv_done):
+    print(f"step {n:>4}: {steps.event(n).line()}")
+show_steps(steps, [(first_qk, "the first QK MMA"), (p_ready, "qk_done[0] completes: P is in TMEM"),
+                   (p_exchange, "the P exchange: bar 10 releases warps 0 and 2"),
+                   (pv_done, "sv_done[0] completes: O is in TMEM")], timeline=False)
+
+# %% [markdown]
+# Follow one warp from there: after `qk_done[0]`, softmax warp 0's next `tcgen05.ld` reads P from TMEM —
+# and the state says which instruction last wrote the cells it reads (the last QK MMA, at its completion).
+# The widget above can be driven the same way: moved to `qk_done[0]`'s completion, its next MMA
+# (`widget.next_mma()`) is the block's first PV MMA, issued only after the softmax has written S and
+# arrived on `so_ready[0]`:
+
+# %%
+steps.goto(p_ready)
+p_load = steps.to_next(role="softmax", warp=0, opcode="tcgen05.ld")
+read = p_load.reads["tmem"][0]
+(l0, l1), (c0, c1) = read["lanes"], read["columns"]
+p_writers = {steps.event(int(n)).label for n in set(steps.state().tmem_writer[l0:l1 + 1, c0:c1 + 1].ravel())}
+print(f"step {p_load.step}: {p_load.line()}\n  reads TMEM lanes {l0}-{l1}, columns {c0}-{c1}, "
+      f"last written by {p_writers}")
+widget.goto(p_ready)
+first_pv = widget.next_mma()
+so_ready_done = steps.find(barrier="so_ready[0]", kind="phase", start=0)
+print(f"the widget's next MMA: step {widget.step} ({first_pv.label}), after so_ready[0] completed at step "
+      f"{so_ready_done}")
+
+# %% [markdown]
+# **Who waits on what**, just before three phases of the block complete — P ready (`qk_done[0]`), S ready
+# (`so_ready[0]`), PV done (`sv_done[0]`): the state at the last step before the cycle each completes at.
+
+# %%
+phase_at = {bar: steps.event(steps.find(barrier=bar, kind="phase", start=0)).cycle
+            for bar in ("qk_done[0]", "so_ready[0]", "sv_done[0]")}
 snapshots = {}
-for bar in ("qk_done[0]", "so_ready[0]", "sv_done[0]"):
-    stepper.run(until=phase_at[bar])
-    snapshots[bar] = stepper.snapshot()
-    table = Table(title=f"cycle {stepper.now}: just before {bar} completes")
+for bar, cycle in phase_at.items():
+    snapshots[bar] = state = steps.goto(steps.find(cycle=cycle, start=0) - 1)
+    table = Table(title=f"step {state.step}, cycle {state.cycle}: just before {bar} completes (cycle {cycle})")
     for col in ("role", "warps", "record (pc)", "waits on"):
         table.add_column(col)
     by_role = defaultdict(list)
-    for w in snapshots[bar]["warps"]:
-        by_role[(w["role"], w["pc"], w["record"], w["waits_on"])].append(w["warp"])
-    for (role, pc, rec, waits), warps in by_role.items():
-        table.add_row(role, ",".join(map(str, warps)), "done" if rec is None else f"{rec} ({pc})",
-                      waits or ("—" if rec is None else "running"))
+    for w in state.warps:
+        by_role[(w["role"], w["pc"], w["label"] or w["ptx"], w["waiting_on"], w["status"])].append(w["warp"])
+    for (role, pc, rec, waits, status), warps in by_role.items():
+        table.add_row(role, ",".join(map(str, warps)), "done" if status == "done" else f"{(rec or '')[:50]} ({pc})",
+                      waits or ("—" if status == "done" else "running"))
     display(table)
-mb = snapshots["so_ready[0]"]["mbarriers"]["so_ready[0]"]
+mb = next(m for m in snapshots["so_ready[0]"].mbarriers if m["name"] == "so_ready[0]")
 print(f"so_ready[0] then: phase {mb['phase']}, {mb['pending']} of {mb['expected']} arrivals pending")
 
 # %% [markdown]
@@ -323,13 +389,34 @@ print(f"the unmutated replay: {len(run.hazards)} hazards, ok = {run.ok}")
 assert run.ok and not run.hazards and run.p_bit_exact and eng.cycles == run.cycles
 assert all(phase_at[b] <= eng.cycles for b in ("qk_done[0]", "so_ready[0]", "sv_done[0]"))
 assert phase_at["qk_done[0]"] < phase_at["so_ready[0]"] < phase_at["sv_done[0]"]   # P -> S -> PV, in order
-# who waits on what, from snapshots of a stepped engine
-before_p = {w["role"]: w["waits_on"] for w in snapshots["qk_done[0]"]["warps"]}
+# stepping: the stepper replays the same run, event for event
+assert len(steps) == len(eng.trace) and steps.event(len(steps)).cycle == eng.cycles
+qk = steps.event(first_qk)
+assert qk.ptx.startswith("tcgen05.mma") and qk.role == "mma" and qk.label.startswith("QK") and qk.lands == "completion"
+assert qk.writes["tmem"] == [{"lanes": [0, 127], "columns": [400, 463]}]   # P: 64 columns, all 128 lanes
+assert steps.find(opcode="tcgen05.mma", kind="complete", start=0) > first_qk  # it lands later
+assert sorted(steps.event(p_ready).released) == [("softmax", w) for w in range(4)]   # qk_done releases the softmax
+assert {w for _, w in steps.event(p_exchange).released} == {0, 2}              # the pair barriers: warps 0+2 ...
+assert {w for _, w in steps.event(steps.find(barrier="bar 11", kind="phase", start=0)).released} == {1, 3}  # 1+3
+exchanged = next(b for b in steps.goto(p_exchange).smem if b["buffer"] == "p_exchange_buf")
+assert exchanged["writer"].startswith("softmax") and "p_peer" in exchanged["writer"]   # P halves went through smem
+assert sorted(steps.event(pv_done).released) == [("softmax", w) for w in range(4)]
+o_writers = {steps.event(int(n)).label for n in set(steps.goto(pv_done).tmem_writer[:, 0:256].ravel())}
+assert o_writers and all(lab.startswith("PV") for lab in o_writers)          # O: written by the PV MMAs
+assert p_load.reads["tmem"] == [{"lanes": [0, 31], "columns": [400, 431]}] and p_writers == {"QK k=15"}
+assert first_pv.label.startswith("PV") and widget.step > so_ready_done > p_ready   # PV waits for S
+assert widget.slider is None or widget.slider.value == widget.step             # the slider follows the model
+steps.goto(p_ready)
+here = steps.state()
+steps.back(5)
+steps.forward(5)
+assert steps.state() == here                                                  # back then forward: the same state
+# who waits on what, from the stepper's state
+before_p = {w["role"]: w["waiting_on"] for w in snapshots["qk_done[0]"].warps}
 assert before_p["softmax"].startswith("qk_done[0]") and before_p["mma"].startswith("so_ready[0]")
-assert {w["waits_on"].split(" ")[0] for w in snapshots["sv_done[0]"]["warps"] if w["role"] == "softmax"} == {
+assert {w["waiting_on"].split(" ")[0] for w in snapshots["sv_done[0]"].warps if w["role"] == "softmax"} == {
     "sv_done[0]"}
 assert 0 < mb["pending"] <= mb["expected"] == 128                       # 128 softmax threads arrive on so_ready
-assert stepper.finished is False and len(stepper.trace) < len(eng.trace)
 # where the time goes
 assert wait_cycles["softmax", "qk_done[0]"] == max(v for (r, _), v in wait_cycles.items() if r == "softmax")
 cycles_on_path = [eng.trace[i].cycle for i in path]
