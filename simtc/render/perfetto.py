@@ -19,9 +19,11 @@ chrome://tracing ("Load") open. One process stands for the CTA; its named thread
   unit's busy spans (:attr:`simtc.engine.core.Engine.unit_spans`);
 * one track per barrier (``mbarrier sv_done[0]``, ``bar 9``): each arrival an instant (``ph: "i"``), each
   phase completion (or named-barrier release) a one-cycle slice;
-* barrier completions are flow arrows (``ph: "s"`` / ``"f"``, ``cat: "barrier"``): from the phase slice --
-  the arrival that completed the phase, or the release -- to each waiting warp's resume (the trace's
-  ``resume`` event names the ``phase`` event as its cause, and the phase event the arrival);
+* barrier completions are flow arrows (``ph: "s"`` / ``"f"``, ``cat: "barrier"``): from the record whose
+  arrival completed the phase (an arrive, a commit, a TMA load's complete_tx, the last ``bar.sync``) to the
+  phase slice, and from the phase slice -- the completion, or the named barrier's release -- to each waiting
+  warp's resume (the trace's ``resume`` event names the ``phase`` event as its cause, and the phase event the
+  arrival);
 * hazards are global instants (``ph: "i"``, ``s: "g"``) on a ``hazards`` track, with the rule, the message
   and the PTX section.
 
@@ -90,6 +92,11 @@ def _clock_scale(clock_ghz) -> float | None:
 
 
 def _check_size(engine) -> None:
+    from simtc.engine.core import Engine
+
+    if not isinstance(engine, Engine):
+        raise TraceExportError(f"a trace is exported from a simtc.engine.Engine, got {type(engine).__name__}",
+                               rule="chrome_trace(engine) takes an Engine that has run (Engine(program).run())")
     n = len(engine.trace)
     if n > TRACE_EVENT_LIMIT:
         raise TraceExportError(f"the run has {n:,} trace events; a trace export takes at most "
@@ -196,7 +203,8 @@ class _Builder:
         pipe_kinds = (k.K_MMA, k.K_CP, k.K_WGMMA)
         unit_of = {k.K_MMA: "tensor_pipe", k.K_CP: "tensor_pipe", k.K_WGMMA: "tensor_pipe", k.K_LD: "tmem_path",
                    k.K_ST: "tmem_path", k.K_TMA_LOAD: "tma", k.K_TMA_STORE: "tma"}
-        issued: dict[tuple[int, int], int] = {}
+        arriving = (k.K_ARRIVE, k.K_ARRIVE_TX, k.K_COMMIT, k.K_BAR_SYNC, k.K_BAR_ARRIVE)
+        issued: dict[tuple[int, int], int] = {}  # the issue cycles of the asynchronous and the arriving records
         pipe_order: list[tuple[int, int]] = []
         done: dict[tuple[int, int], int] = {}
         barriers: dict[str, None] = {}
@@ -207,7 +215,7 @@ class _Builder:
             if kind == "issue":
                 w = widx[e.role, e.warp]
                 op = warps[w].ops[e.index]
-                if op.kind in unit_of:
+                if op.kind in unit_of or op.kind in arriving:
                     issued[w, e.index] = e.cycle
                     if op.kind in pipe_kinds:
                         pipe_order.append((w, e.index))
@@ -376,11 +384,17 @@ class _Builder:
                     continue
                 phases[j] = (bar, c)
                 label = "released" if e.detail.endswith(" released") else e.detail[len(bar) + 1:]
-                args = {"barrier": bar, "cycle": c, "detail": e.detail}
-                if dep is not None:
-                    args["completed_by"] = f"{self.who(widx[dep.role, dep.warp], dep.index)} ({dep.detail})"
+                aw = widx[dep.role, dep.warp]
+                args = {"barrier": bar, "cycle": c, "detail": e.detail,
+                        "completed_by": f"{self.who(aw, dep.index)} ({dep.detail})"}
                 yield {"ph": "X", "pid": PID, "tid": bar_tid[bar], "ts": ts(c), "dur": ts(c + 1) - ts(c),
                        "name": label, "cat": "barrier", "args": args}
+                t0 = self.issued.get((aw, dep.index))
+                if t0 is not None:  # from the record whose arrival completed the phase
+                    yield {"ph": "s", "pid": PID, "tid": tids[aw], "ts": half(t0), "id": j, "cat": "barrier",
+                           "name": bar}
+                    yield {"ph": "f", "bp": "e", "pid": PID, "tid": bar_tid[bar], "ts": half(c), "id": j,
+                           "cat": "barrier", "name": bar}
                 continue
             if not e.role:
                 continue
