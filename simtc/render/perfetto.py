@@ -345,6 +345,8 @@ class _Builder:
                        "name": op.name, "cat": unit, "args": args}
 
     def _trace_events(self, tids, bar_tid) -> Iterator[dict]:
+        from simtc.engine.ops import K_CUDA
+
         eng, ts, half = self.eng, self.ts, self.half
         warps = eng.warps
         widx = self.widx
@@ -359,7 +361,8 @@ class _Builder:
             i, c0 = rec_open[w]
             rec_open[w] = None
             op = warps[w].ops[i]
-            yield {"ph": "X", "pid": PID, "tid": tids[w], "ts": ts(c0), "dur": ts(end) - ts(c0), "name": op.name,
+            name = op.name if op.kind != K_CUDA else f"{op.name} {op.rec.name}"  # a block: its name too
+            yield {"ph": "X", "pid": PID, "tid": tids[w], "ts": ts(c0), "dur": ts(end) - ts(c0), "name": name,
                    "cat": "instruction", "args": {"record": self.who(w, i), "index": i, "ptx": self.ptx(op.rec),
                                                   "issue_cycle": c0, "end_cycle": end}}
             if children[w]:

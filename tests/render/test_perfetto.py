@@ -15,7 +15,7 @@ from simtc.cli import main
 from simtc.engine import Engine
 from simtc.engine.calendar import Spans
 from simtc.engine.hazards import RULES
-from simtc.kernels import hazards
+from simtc.kernels import hazards, registry
 from simtc.kernels.flashmla.replay import replay
 from simtc.render import perfetto
 from simtc.render.perfetto import TraceExportError, chrome_trace, write_chrome_trace
@@ -152,6 +152,23 @@ def test_rebuilt_unit_occupancy_is_the_engines(head64, unit):
             busy += e["args"]["unit_free_cycle"] - e["args"]["start_cycle"]
     assert busy == r.engine.unit_busy[unit] > 0
     assert [s[:2] for s in spans] == [s[:2] for s in r.engine.unit_spans[unit]]
+
+
+@pytest.mark.parametrize(("name", "arch"), [("flashmla-qk", "sm100"), ("flashmla-sm90", "sm90")])
+def test_other_kernels_rebuild_their_pipe_too(name, arch):
+    """The SM100 QK product (tcgen05.cp and tcgen05.mma.ws) and the SM90 kernel (wgmma, one per warpgroup)."""
+    eng = Engine(registry.build(name), mode="timing", arch=arch).run()
+    trace = chrome_trace(eng)
+    names = check_format(trace)
+    pipe = [e for e in trace["traceEvents"] if e["ph"] == "X" and e["tid"] in by_name(names, "tensor pipe")]
+    assert sum(e["args"]["unit_free_cycle"] - e["args"]["start_cycle"] for e in pipe) == eng.unit_busy["tensor_pipe"]
+    ops = Counter(type(r).__name__ for role in eng.program.roles for w in role.warps for r in role.records)
+    if arch == "sm90":  # the warps of a warpgroup issue each wgmma together: the pipe runs it once
+        assert len(pipe) == sum(len(role.warps) // 4 * sum(type(r).__name__ == "WgmmaMmaAsync" for r in role.records)
+                                for role in eng.program.roles) == ops["WgmmaMmaAsync"] // 4 > 0
+        assert {e["name"] for e in pipe} == {"wgmma.mma_async"}
+    else:
+        assert Counter(e["name"] for e in pipe) == {"tcgen05.mma.ws": ops["Mma"], "tcgen05.cp": ops["Cp"]}
 
 
 def test_every_issued_record_appears_with_its_ptx(head64):
