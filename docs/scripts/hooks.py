@@ -337,17 +337,33 @@ def hazard_rules_table() -> str:
 
 
 def hazard_catalogue_table() -> str:
-    """The hazard catalogue (``simtc.kernels.hazards``): each seeded-bug Program, its rule, its clean twin."""
-    from simtc.kernels.hazards import EXPECTED, REGISTRY_ENTRIES
+    """The hazard catalogue (``simtc.kernels.hazards``): each seeded-bug Program, the PTX section it breaks, its
+    rule and its clean twin.
 
-    rows = []
-    for name in sorted(EXPECTED):
-        if EXPECTED[name] is None:
-            continue
-        what = REGISTRY_ENTRIES[name][0].removeprefix("hazard catalogue, seeded bug: ").split(" (flagged as")[0]
-        twin = f"`{name}-fixed`" if f"{name}-fixed" in EXPECTED else "—"
-        rows.append(f"| `{name}` | {_cell(what)} | `{EXPECTED[name]}` | {twin} |")
-    return "\n".join(["| program | seeded bug | flagged as | clean twin |", "|---|---|---|---|", *rows])
+    >>> from simtc.kernels.hazards import BUGS
+    >>> all(f"| `{name}` |" in hazard_catalogue_table() for name in BUGS)
+    True
+    """
+    from simtc.kernels.hazards import BUGS, EXPECTED, REFS
+
+    rows = [f"| `{name}` | {_cell(BUGS[name])} ({_cell(REFS[name])}) | `{EXPECTED[name]}` | "
+            f"{f'`{name}-fixed`' if f'{name}-fixed' in EXPECTED else '—'} |" for name in sorted(BUGS)]
+    return "\n".join(["| program | seeded bug (the PTX section it breaks) | flagged as | clean twin |",
+                      "|---|---|---|---|", *rows])
+
+
+def hazard_correct_table() -> str:
+    """The hazard catalogue's tricky correct programs (``simtc.kernels.hazards.CORRECT``): what each shows and the
+    PTX section that makes it correct.
+
+    >>> from simtc.kernels.hazards import CORRECT
+    >>> all(f"| `{name}` |" in hazard_correct_table() for name in CORRECT)
+    True
+    """
+    from simtc.kernels.hazards import CORRECT, REFS, WHAT
+
+    rows = [f"| `{name}` | {_cell(WHAT[name])} | {_cell(REFS[name])} |" for name in CORRECT]
+    return "\n".join(["| program (must run clean) | what it shows | source |", "|---|---|---|", *rows])
 
 
 def mutation_table() -> str:
@@ -630,7 +646,8 @@ _GENERATED = {"imports": import_table, "tags": tag_table, "timing_sm100": lambda
               "timing_sm90": lambda: timing_parameter_table("sm90"), "timing_labels": timing_label_counts,
               "calibration_b200": calibration_b200, "calibration_ws": calibration_ws,
               "calibration_h200": calibration_h200, "hazard_rules": hazard_rules_table,
-              "hazard_catalogue": hazard_catalogue_table, "mutations": mutation_table,
+              "hazard_catalogue": hazard_catalogue_table, "hazard_correct": hazard_correct_table,
+              "mutations": mutation_table,
               "alternatives": alternatives_table, "head64_barriers": head64_barrier_table,
               "head64_counts": head64_counts_table, "replay_numbers": replay_numbers, "replay_units": replay_units,
               "formats_link": formats_link, "mechanisms": mechanisms_table, "handlers": handler_table,
@@ -661,6 +678,13 @@ def on_config(config):
     return config
 
 
+def _generated(name: str) -> str:
+    """The Markdown of a ``<!-- generated:NAME -->`` marker: this file's tables, then the kernel page's."""
+    if name in _GENERATED:
+        return _GENERATED[name]()
+    return _load("kernel").GENERATED[name]()
+
+
 def on_page_markdown(markdown, page, config, files):
     markdown = re.sub(r"<!-- readme:([\w-]+) -->", lambda m: readme_block(m.group(1)), markdown)
-    return re.sub(r"<!-- generated:(\w+) -->", lambda m: _GENERATED[m.group(1)](), markdown)
+    return re.sub(r"<!-- generated:(\w+) -->", lambda m: _generated(m.group(1)), markdown)
