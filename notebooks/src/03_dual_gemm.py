@@ -1,28 +1,31 @@
 # %% [markdown]
 # # 03 · FlashMLA's dual GEMM: two products in one instruction
 #
-# FlashMLA's SM100 sparse-decode kernel for 64 heads (`head64`) computes the scores P = Q·Kᵀ of
-# 64 heads × 64 KV tokens over 576 head dims with **18** `tcgen05.mma.ws` instructions of K = 16.
-# 18 × 16 = 288 is *half* of 576, and there is no second loop (FlashMLA `csrc/sm100/decode/head64/kernel.cuh`
-# lines 535-573 at `9241ae3`). Learners ask two questions:
+# FlashMLA's SM100 sparse-decode kernel for 64 heads (`head64`) computes the scores P = Q·Kᵀ of 64 heads × 64 KV
+# tokens over 576 head dims with **18** `tcgen05.mma.ws` instructions of K = 16 per block of tokens. 18 × 16 = 288 is
+# *half* of 576, and there is no second loop (FlashMLA `csrc/sm100/decode/head64/kernel.cuh` lines 531-573 at
+# `9241ae3`). Learners ask two questions:
 #
-# * **Q1.** Why is the K extent halved with no second loop?
-# * **Q2.** Is there reduction overhead, and why is it still worth it?
+# * **Q1.** Why is the K extent halved with no second loop — where in FlashMLA's code do the "/2"s come from?
+# * **Q2.** What does the P_lo/P_hi reduction cost, and why is it still worth it?
 #
-# This notebook answers both step by step with the **replay**: simtc's model of the kernel as
-# instruction records (`simtc.kernels.flashmla`, built from FlashMLA's source), executed bit by bit
-# through the semantics layer (shared memory, Tensor Memory, the tensor core's arithmetic) and
-# cycle by cycle on the engine (`simtc replay flashmla-head64` runs the same thing from the shell).
+# **Running it.** With simtc installed as the README says (`pip install -e ".[dev]"`), open this notebook in
+# JupyterLab (`pip install jupyterlab`, then `jupyter lab notebooks/03_dual_gemm.ipynb`) and *Run All*: it takes a
+# few seconds and ends by asserting what it teaches. Section 3 ends with a widget to step through the kernel yourself.
 #
-# Provenance tags as in `docs/sources.md`: **[kernel]** FlashMLA source (`deepseek-ai/FlashMLA`
-# `csrc/sm100/decode/head64/`, snapshot `9241ae3`), **[cutlass]** CUTLASS/CuTe code, **[doc]** PTX
-# ISA 9.0, **[sass]** our sm_100a compile, **[inferred]** our reading, not documented. One rule
-# the whole technique rests on is **[inferred]**: that each lane half of a `.ws` M=64 MMA reads A
-# from its own 64 lanes. Nothing here has run on a Blackwell GPU, and every cycle count below is
-# the engine's timing model, whose parameters are labelled measured / documented / derived / assumed
-# (notebook 04); each statement of the exchange's cost below names the parameters it rests on.
+# **Sources.** The quotations of FlashMLA are from `deepseek-ai/FlashMLA` at commit `9241ae3`, with file and lines
+# (for example https://github.com/deepseek-ai/FlashMLA/blob/9241ae3/csrc/sm100/decode/head64/config.h). Tags as in
+# `docs/sources.md`: **[kernel]** FlashMLA source, **[cutlass]** CUTLASS/CuTe code, **[doc]** PTX ISA 9.0,
+# **[inferred]** our reading, not documented. One rule the technique rests on is **[inferred]**: that each lane half
+# of a `.ws` M=64 MMA reads A from its own 64 lanes (notebook 02 §7). Nothing here has run on a Blackwell GPU: the
+# model is simtc's replay of the kernel (`simtc.kernels.flashmla`, built from FlashMLA's source), executed bit by bit
+# through the semantics layer and cycle by cycle on the engine (`simtc replay flashmla-head64` in a shell); every
+# cycle count is the engine's timing model, whose parameters are labelled measured / documented / derived / assumed
+# (notebook 04), and each statement of a cost below names the parameters it rests on.
 
 # %%
+import types
+
 import attrs
 import numpy as np
 from IPython.display import display
@@ -31,14 +34,21 @@ from rich.table import Table
 from simtc.engine import Engine
 from simtc.engine.handlers import parameters_of
 from simtc.engine.issue import block_cost
-from simtc.engine.parameters import LABELS, PARAMETERS
+from simtc.engine.parameters import LABELS, PARAMETERS, Timing
 from simtc.engine.sensitivity import sensitivity
+from simtc.engine.stepper import Stepper
+from simtc.engine.tensor_pipe import mma_spec_of
+from simtc.engine.timing import mma_ii_bounds, mma_spec
+from simtc.isa.tcgen05 import Mma
 from simtc.kernels.flashmla import (
+    B_H,
     B_TOPK,
+    D_NOPE,
     D_Q,
     D_ROPE,
     P_COLUMN,
     Q_COLUMN,
+    Q_TAIL_COLUMN,
     QK_IDESC,
     SMEM_V32,
     TMEM_V32,
@@ -50,68 +60,148 @@ from simtc.kernels.flashmla import (
     split_dims,
 )
 from simtc.kernels.flashmla.alternatives import (
+    collectors,
     compare,
+    dup_q_allocation,
     exchange_band,
     exchange_cost,
     exchange_instructions,
     exchange_parameters,
+    exchange_records,
+    layout_f,
+    prefill_overlap,
+    ss_q_smem,
+    tensor_pipe_per_block,
 )
-from simtc.kernels.flashmla.plan import NOPE_TILE, NOPE_VIEW
-from simtc.kernels.flashmla.replay import make_inputs, replay
+from simtc.kernels.flashmla.constants import INSTR_K
+from simtc.kernels.flashmla.plan import NOPE_TILE, NOPE_VIEW, ROPE_VIEW
+from simtc.kernels.flashmla.replay import make_inputs, replay, stepper
 from simtc.numerics import decode_bits, tensor_core_mma
 from simtc.render.mma import InstrDescriptorView
 from simtc.render.smem import DescriptorView
+from simtc.render.step import EventView, StepView
 from simtc.render.tmem import CpView, LayoutView, TmemMapView
+from simtc.render.widget import StepperWidget, show_steps
 from simtc.semantics import Cta, execute
 from simtc.smem.memory import SMEM_CAPACITY
 from simtc.tmem import cp_shape, datapath_layout
 
 # %% [markdown]
-# ## 1. One block of the replay
+# ## 1. The request and one QK step
 #
-# A seeded request (`make_inputs`: bf16 Q of 64 heads × 576 dims, a paged fp8 KV cache with scales,
-# top-k indices) and the QK step of its first KV block: 18 `tcgen05.cp` put Q into TMEM, 18
-# `tcgen05.mma.ws` compute P into columns 400–463, one `tcgen05.commit`, and warps 0–3 read P back
-# (`replay_qk` runs the `flashmla-qk` Program through the semantics layer). Below, the kernel's TMEM
-# map [kernel] `config.h`, then TMEM after the step, coloured by the instruction that last wrote each cell.
+# A seeded request (`make_inputs`: bf16 Q of 64 heads × 576 dims, a paged fp8 KV cache with scales, top-k indices)
+# and the QK step of its first block of 64 tokens, run through the semantics layer (`replay_qk`: the 18 Q copies, the
+# 18 QK instructions, the commit, the softmax warps' P load). Section 2 reads its Tensor Memory (TMEM) and shared
+# memory; section 3 steps through the same instructions inside the whole kernel.
 
 # %%
 inp = make_inputs("v32", blocks=4, seed=0)
 q, k = inp.q, inp.k_rows(0, B_TOPK)    # Q (64 x 576) and block 0's dequantized K (64 tokens x 576), bf16 values
 cta = Cta()
 tm, sm = replay_qk(q, k, cta=cta)
-TmemMapView(regions=TMEM_V32)
-
-# %%
-TmemMapView(tm, by="writer", columns_per_char=8, title="TMEM after the QK step: last writer of each cell")
+copies, mmas = q_copies(), qk_mmas(1)   # the step's records (K in ring buffer 1)
+nope1, rope1 = SMEM_V32["dequant1.nope"].offset, SMEM_V32["dequant1.rope"].offset
+print(f"Q {q.shape}, K {k.shape}; {len(copies)} tcgen05.cp of Q, {len(mmas)} tcgen05.mma.ws: "
+      f"{', '.join(m.label for m in mmas[:3])}, ..., {mmas[-1].label}")
 
 # %% [markdown]
-# ## 2. Q into TMEM: 18 `tcgen05.cp`, and which dims land in which lanes
+# ## 2. Where the "/2"s are: FlashMLA's code beside the placement it causes
 #
-# Q sits in shared memory as eight 64×64 SW128 tiles (tile t = dims 64t … 64t+63, 8 KiB each) plus
-# two 64×32 SW64 RoPE tiles [kernel]. Each copy is `tcgen05.cp.cta_group::1.128x256b`: 128 source
-# rows × 32 bytes → 128 lanes × 8 columns, source row r into lane r ([doc] §9.7.16.9.2; [cutlass]
-# `SM100_UTCCP_128dp256bit_1cta`):
+# The halving is written into six places of FlashMLA's source. Each quotation below (file and lines at `9241ae3`)
+# is followed by simtc's picture of the placement it causes, and the code cell checks that the numbers in the
+# quotation are the ones simtc's model of the kernel uses.
+#
+# ### 2.1 The instruction: N = B_TOPK × 2
+#
+# FlashMLA `csrc/sm100/decode/head64/config.h` lines 196-198 at `9241ae3` [kernel]:
+#
+# ```cpp
+# using TiledMMA_P = decltype(make_tiled_mma(
+#     SM100_MMA_F16BF16_WS_TS_NOELECT<bf16, bf16, float, B_H, B_TOPK*2, UMMA::Major::K, UMMA::Major::K>{}
+# )); // *2 for dual gemm
+# ```
+#
+# One `tcgen05.mma.ws` (`WS`) with A in TMEM (`TS`), M = B_H = 64 heads and **N = B_TOPK × 2 = 128**: twice the 64
+# tokens of a block. K is 16 per instruction ("Logical shape-K is always 256 bits", FlashMLA
+# `csrc/kerutils/include/kerutils/device/sm100/gemm.cuh` lines 63-64 at `9241ae3`). simtc's descriptor of it:
+
+# %%
+assert (QK_IDESC.m, QK_IDESC.n, INSTR_K) == (B_H, B_TOPK * 2, 256 // 16)   # B_H, B_TOPK*2; 256 bits of bf16
+InstrDescriptorView(QK_IDESC)
+
+# %% [markdown]
+# With `.ws` and M = 64 the result uses **Layout E** (PTX ISA 9.0 §9.7.16.10.5 [doc]; [cutlass]): D[m][n] goes to
+# lane m + 64·⌊n/64⌋, column n mod 64. The 128 columns of D become two 64-column halves, one per lane half, both
+# in TMEM columns 400–463 (`tmem_cols::P = 400`, `config.h` line 79 at `9241ae3`):
+
+# %%
+layout_e = datapath_layout(64, 2 * B_TOPK, ws=True)
+assert P_COLUMN == 400 and layout_e.map(5, 70) == (69, 6) and layout_e.map(5, 6) == (5, 6)
+LayoutView(layout_e, c0=P_COLUMN)
+
+# %% [markdown]
+# ### 2.2 Q into TMEM: a 128-row view of 64-row tiles
+#
+# FlashMLA `csrc/sm100/decode/head64/kernel.cuh` lines 466-487 at `9241ae3` [kernel] (the MMA warp, once per
+# request):
+#
+# ```cpp
+# UMMA::SmemDescriptor sQ_desc = UMMA::make_umma_desc<UMMA::Major::K>(
+#     make_tensor(
+#         make_smem_ptr(plan.u.qo.q.data()),
+#         tile_to_shape(
+#             UMMA::Layout_K_SW128_Atom<bf16>{},
+#             Shape<Int<B_H*2>, Int<64>>{}  // *2 to leverage dual GEMM
+#         )
+#     )
+# );
+# static_assert(D_Q_SW128%128 == 0);
+# CUTE_UNROLL
+# for (int tile_idx = 0; tile_idx < D_Q_SW128/128; ++tile_idx) {
+#     // Each tile: 64 x (64*2) logically, 128 x 64 bf16 on TMEM
+#     CUTE_UNROLL
+#     for (int subtile_idx = 0; subtile_idx < 64/16; ++subtile_idx) {
+#         // Each subtile: 64 x (16*2) logically, 128 x 16 bf16 (128dp256b) on TMEM
+#         SM100_UTCCP_128dp256bit_1cta::copy(
+#             sQ_desc + (tile_idx*(B_H*128) + subtile_idx*16) * 2 / 16,
+#             tmem_cols::Q + tile_idx*32 + subtile_idx*8
+#         );
+#     }
+# }
+# ```
+#
+# Q sits in shared memory as eight 64 × 64 SW128 tiles (tile t = dims 64t … 64t+63 of the 64 heads, 8 KiB each).
+# The copy's descriptor describes **B_H × 2 = 128 rows**, so rows 64–127 of its view are the *next* tile: the odd
+# 64-dim chunk of the same heads. Each `tcgen05.cp.128x256b` moves 128 source rows × 32 bytes into 128 lanes × 8
+# columns, source row r into lane r (PTX ISA 9.0 §9.7.16.9.2 [doc]):
 
 # %%
 CpView(cp_shape("128x256b"), max_rows=8)
 
 # %% [markdown]
-# The trick is the **source**: the copy's descriptor describes 128 rows, but a Q tile has 64. The
-# descriptor's SBO (1,024 B per 8 rows) carries rows 64–127 exactly one tile (8 KiB) further — onto
-# the *next* 64-dim chunk. So lanes 0–63 receive an even chunk of Q, lanes 64–127 the odd chunk that
-# follows it, for the same heads. The first copy's descriptor:
+# So lanes 0–63 receive Q's even 64-dim chunks and lanes 64–127 the odd ones of the same heads: "64 x (64*2)
+# logically, 128 x 64 bf16 on TMEM". The loop bounds count the copies — D_Q_SW128/128 = 4 views × 64/16 = 4 slices =
+# 16, plus 2 of the RoPE dims (lines 489-512) = 18 — and the two expressions give each copy's source (the descriptor
+# counts 16-byte units, hence `* 2 / 16` on a bf16 index) and TMEM column. simtc's copies against both:
 
 # %%
-copies = q_copies()
-print(f"{len(copies)} copies; view {NOPE_VIEW}: row 64 starts {NOPE_VIEW.offset(64, 0)} B after row 0 "
-      f"= one {NOPE_TILE.rows}x{NOPE_TILE.cols} tile ({NOPE_TILE.nbytes} B)")
+q0 = SMEM_V32["q"].offset
+D_Q_SW128 = 512                                     # config.h line 52 at 9241ae3
+from_source = [((t * (B_H * 128) + s * 16) * 2, Q_COLUMN + t * 32 + s * 8)
+               for t in range(D_Q_SW128 // 128) for s in range(64 // 16)]
+nope_copies = [c for c in copies if "NoPE" in c.label]
+in_simtc = [(c.desc.start - q0, c.taddr) for c in nope_copies]
+print(f"{len(nope_copies)} NoPE copies (D_Q_SW128/128 x 64/16 = {D_Q_SW128 // 128} x {64 // 16}) + "
+      f"{len(copies) - len(nope_copies)} RoPE copies; simtc's source offsets and columns are the quoted expressions': "
+      f"{in_simtc == from_source}")
 for c in copies[:5] + copies[-2:]:
     print(f"  {c.label:<18} TMEM column {c.taddr:>3}  source start {c.desc.start:>6} B  {c.ptx()}")
+print(f"the copy's view {NOPE_VIEW}: row 64 starts {NOPE_VIEW.offset(64, 0)} B after row 0 = one "
+      f"{NOPE_TILE.rows}x{NOPE_TILE.cols} tile ({NOPE_TILE.nbytes} B)")
 DescriptorView(copies[0].desc)
 
 # %% [markdown]
-# Read TMEM back (two bf16 per 32-bit cell, even dim in the low half) and ask: which Q dim is in
+# Read TMEM back after the copies (two bf16 per 32-bit cell, even dim in the low half) and ask: which Q dim is in
 # lane L, column c? Lane h holds head h; lane 64 + h holds the same head h, 64 dims further.
 
 # %%
@@ -134,74 +224,308 @@ for lane in (5, 69):
           f"{where[half][64:66].tolist()}, column 384 (RoPE) {where[half][256:258].tolist()}")
 q_placed = all(np.array_equal(q_tmem[64 * h:64 * h + 64], q[:, where[h]]) for h in (0, 1))
 print("every cell of columns 256-399 equals Q at those dims:", q_placed)
-print(f"TMEM columns for Q: {P_COLUMN - Q_COLUMN} = {D_Q} dims x 2 B / 4 B / 2 lane halves")
 
 # %% [markdown]
-# ## 3. K in shared memory: the 128-row aliased view
+# ### 2.3 `Q_Tail`: Q over all 128 lanes, so half the columns
 #
-# K is written by the dequant warps exactly like Q: eight 64×64 SW128 tiles, tile t = dims
-# 64t … 64t+63 of the 64 tokens. The QK MMA's B descriptor uses the **same 128-row view**
-# (`…_DualGemm_SW128` in FlashMLA's `config.h`) [kernel]: view rows 0–63 are tile 2j (an even chunk),
-# rows 64–127 are tile 2j+1 (the odd chunk) of the **same 64 tokens**. No byte is copied: the view
-# aliases the tiles. NoPE instruction k reads view j = ⌊k/4⌋ at K offset 16·(k mod 4) (the descriptor
-# start advances 32 B inside the swizzle atom, and 16 KiB = two tiles per view):
+# FlashMLA `csrc/sm100/decode/head64/config.h` lines 71-80 at `9241ae3` [kernel]:
+#
+# ```cpp
+# // Tensor memory columns
+# struct tmem_cols {
+#     //   0 ~ 256: output
+#     // 256 ~ 256 + 64*D_Q/256: Q
+#     // 400 ~ 464: P
+#     static constexpr int O = 0;
+#     static constexpr int Q = 256;
+#     static constexpr int Q_Tail = 256 + B_H*D_NOPE/2/128;
+#     static constexpr int P = 400;
+# };
+# ```
+#
+# Read `B_H*D_NOPE/2/128` as: 64 heads × 512 NoPE dims of bf16, two bf16 per 32-bit cell (/2), spread over **all 128
+# lanes** (/128) = 128 columns. Q has 64 rows (heads) but fills 128 lanes, because each lane half holds half of every
+# head's dims: the dual GEMM's halving is the /128 where a 64-row Q would need /64 (256 columns). The RoPE copies
+# write behind it (`kernel.cuh` line 509 at `9241ae3`: `tmem_cols::Q + (B_H*D_Q_SW128/2/128) + tile_idx*16 +
+# subtile_idx*8`), 64 × 64 RoPE dims / 2 / 128 = 16 columns ending at 399, where P begins (the comment's
+# 64·D_Q/256 = 144 columns of Q). simtc's map of the kernel's TMEM:
 
 # %%
-mmas = qk_mmas(1)
-nope0 = SMEM_V32["dequant1.nope"].offset
+q_tail = Q_COLUMN + B_H * D_NOPE // 2 // 128               # Q_Tail = 256 + B_H*D_NOPE/2/128
+rope_columns = B_H * D_ROPE // 2 // 128
+assert q_tail == Q_TAIL_COLUMN == 384 and q_tail + rope_columns == P_COLUMN == Q_COLUMN + 64 * D_Q // 256
+assert [c.taddr for c in copies if "RoPE" in c.label] == [q_tail + 8 * s for s in range(2)]
+assert [r.columns for r in TMEM_V32 if r.name in ("Q", "Q_tail", "P")] == [(256, 383), (384, 399), (400, 463)]
+TmemMapView(regions=TMEM_V32)
+
+# %% [markdown]
+# ### 2.4 A: fragments of half the dims, and one loop over them
+#
+# FlashMLA `csrc/sm100/decode/head64/kernel.cuh` lines 537-552 at `9241ae3` [kernel] (the MMA warp, every block):
+#
+# ```cpp
+# Tensor tQ_rope = tiled_mma_P.get_slice(_0{}).make_fragment_A(
+#     partition_shape_A(tiled_mma_P, Shape<Int<B_H>, Int<D_ROPE/2>>{})
+# );
+# tQ_rope.data().get() = tmem_cols::Q_Tail;
+# Tensor sK_rope = make_tensor(make_smem_ptr(plan.u.kv.dequant[rs.buf_idx].rope.data()),
+#                              SmemLayoutKTiles_DualGemm_SW64<2/2>{});
+# ku::utcmma_ts(tiled_mma_P, tQ_rope, sK_rope, tP, true);
+# // ... wait for nope_ready ...
+# Tensor tQ_nope = tiled_mma_P.get_slice(_0{}).make_fragment_A(
+#     partition_shape_A(tiled_mma_P, Shape<Int<B_H>, Int<D_NOPE/2>>{})
+# );
+# tQ_nope.data().get() = tmem_cols::Q;
+# Tensor sK_nope = make_tensor(make_smem_ptr(plan.u.kv.dequant[rs.buf_idx].nope.data()),
+#                              SmemLayoutKTiles_DualGemm_SW128<512/64/2>{});
+# ku::utcmma_ts(tiled_mma_P, tQ_nope, sK_nope, tP, false);
+# ```
+#
+# and the one loop, FlashMLA `csrc/kerutils/include/kerutils/device/sm100/helpers.cuh` lines 66-75 at `9241ae3`:
+#
+# ```cpp
+# for (int k = 0; k < size<2>(tA_frag); ++k) {
+#     cute::gemm(tiled_mma, tA_frag(_, _, k), sB_frag(_, _, k), tC_frag);
+#     tiled_mma.accumulate_ = UMMA::ScaleOut::One;
+# }
+# ```
+#
+# The A fragments are **B_H × D_ROPE/2** and **B_H × D_NOPE/2**: the instruction sees Q as 64 rows of 32 + 256 = 288
+# dims — half of 576, because the other half sits in the other lane half at the same columns. `utcmma_ts` issues one
+# instruction per K = 16 slice: 32/16 = 2 RoPE and 256/16 = 16 NoPE instructions, **18**, each reading 8 TMEM
+# columns (16 bf16) from `Q_Tail` and from `Q` on; the first overwrites P (`true`: clear the accumulator), the rest
+# add to it. simtc's 18 records, with the dims each lane half of A reads (section 2.2) beside the K dims the same
+# rows of B read (section 2.5):
+
+# %%
+d16 = np.arange(16)
 
 
 def b_dims(mma) -> tuple[np.ndarray, np.ndarray]:
-    """The K dims that B rows 0-63 and 64-127 of a NoPE QK instruction read, from its descriptor start."""
-    rel = mma.b_desc.start - nope0
+    """The K dims that B rows 0-63 and 64-127 of a QK instruction read, from its descriptor's start address."""
+    if "RoPE" in mma.label:                  # the RoPE view: rows 0-63 dims 512-543, rows 64-127 dims 544-575
+        col = (mma.b_desc.start - rope1) // 2
+        return D_NOPE + col + d16, D_NOPE + D_ROPE // 2 + col + d16
+    rel = mma.b_desc.start - nope1           # view tile j = rel // 16 KiB holds K tiles 2j and 2j + 1
     tile, col = 2 * (rel // NOPE_VIEW.nbytes), (rel % NOPE_VIEW.nbytes) // 2
-    d = np.arange(16)
-    return 64 * tile + col + d, 64 * (tile + 1) + col + d
+    return 64 * tile + col + d16, 64 * (tile + 1) + col + d16
 
 
-view = sm.read_tile(NOPE_VIEW, nope0)   # the 128 x 64 operand view 0 as the MMA sees it (bf16 values)
-print("view rows 0-63 = K dims 0-63:", np.array_equal(view[:64], k[:, 0:64]),
-      "| rows 64-127 = K dims 64-127:", np.array_equal(view[64:], k[:, 64:128]))
-for m in mmas[2:7] + mmas[-1:]:
+def a_dims(mma, half: int) -> np.ndarray:
+    """The Q dims lane half ``half`` holds in the 8 TMEM columns the instruction reads as A."""
+    pos = 2 * (mma.a - Q_COLUMN)
+    return where[half][pos:pos + 16]
+
+
+qk_table = Table(title="The 18 QK instructions of a block: A from TMEM, B from the K view, D = P")
+for col in ("instruction", "A columns", "lanes 0-63: Q dims", "B rows 0-63: K dims", "lanes 64-127: Q dims",
+            "B rows 64-127: K dims", "P"):
+    qk_table.add_column(col, justify="right" if col != "P" else "left")
+meet = []
+for m in mmas:
     lo, hi = b_dims(m)
-    print(f"  {m.label:<15} B start {m.b_desc.start:>6}: rows 0-63 dims {lo[0]}-{lo[-1]}, rows 64-127 dims "
-          f"{hi[0]}-{hi[-1]}")
-DescriptorView(mmas[2].b_desc)
+    alo, ahi = a_dims(m, 0), a_dims(m, 1)
+    meet.append(np.array_equal(alo, lo) and np.array_equal(ahi, hi))
+    qk_table.add_row(m.label, f"{m.a}-{m.a + 7}", f"{alo[0]}-{alo[-1]}", f"{lo[0]}-{lo[-1]}", f"{ahi[0]}-{ahi[-1]}",
+                     f"{hi[0]}-{hi[-1]}", "+=" if m.enable_input_d else "= (clear)")
+display(qk_table)
+rope_mmas, nope_mmas = [m for m in mmas if "RoPE" in m.label], [m for m in mmas if "NoPE" in m.label]
+covered = np.sort(np.concatenate([np.r_[a_dims(m, 0), a_dims(m, 1)] for m in mmas]))
+print(f"RoPE: D_ROPE/2/16 = {D_ROPE // 2 // INSTR_K} instructions from Q_Tail = {q_tail}; NoPE: D_NOPE/2/16 = "
+      f"{D_NOPE // 2 // INSTR_K} from Q = {Q_COLUMN}; in every one, each lane half's Q dims are its B rows' K dims: "
+      f"{all(meet)}; together they cover each of the {D_Q} dims once: {np.array_equal(covered, np.arange(D_Q))}")
 
 # %% [markdown]
-# ## 4. One instruction, two independent 64×64×16 products
+# ### 2.5 B: the dual-GEMM view of K, `<512/64/2>`
 #
-# The QK instruction is `tcgen05.mma.ws` with M = 64, **N = 128** (`2 * B_TOPK`, "×2 for dual gemm" in
-# `config.h`) [kernel], A from TMEM (TS form):
+# FlashMLA `csrc/sm100/decode/head64/config.h` lines 120-125 at `9241ae3` [kernel] (the SW64 RoPE twin is lines
+# 143-148):
+#
+# ```cpp
+# template<int NUM_TILES>
+# using SmemLayoutKTiles_DualGemm_SW128 = decltype(coalesce(tile_to_shape(
+#     UMMA::Layout_K_SW128_Atom<bf16>{},
+#     Shape<Int<B_H*2>, Int<64*NUM_TILES>>{},
+#     Step<_1, _2>{}
+# ), Shape<_1, _1>{}));
+# ```
+#
+# The dequant warps write K exactly like Q: eight 64 × 64 SW128 tiles (tile t = dims 64t … 64t+63 of the 64 tokens;
+# `SmemLayoutKTiles_SW128`, lines 113-118, has `B_H` rows). The QK instruction's B reads the same bytes through a
+# layout of **B_H × 2 = 128 rows** and `NUM_TILES` = **512/64/2 = 4** tiles of 64 dims: 512/64 = 8 tiles of K, /2
+# because each 128-row tile of the view is two tiles of K stacked. Rows 0–63 of view tile j are K tile 2j (an even
+# chunk), rows 64–127 are tile 2j+1 (the odd chunk) of the **same 64 tokens**. No byte is copied — the view aliases
+# the tiles — and its K extent, 4 × 64 = 256 = D_NOPE/2, is A's. NoPE instruction k reads view tile ⌊k/4⌋ at K
+# offset 16·(k mod 4) (the descriptor's start advances 32 B inside the swizzle atom); the RoPE view (`<2/2>` = 1
+# tile of 128 rows × 32 dims) holds dims 512–543 in rows 0–63 and 544–575 in rows 64–127:
 
 # %%
-InstrDescriptorView(QK_IDESC)
+view = sm.read_tile(NOPE_VIEW, nope1)   # the 128 x 64 operand view 0 as the MMA sees it (bf16 values)
+view_tiles = sorted({(m.b_desc.start - nope1) // NOPE_VIEW.nbytes for m in nope_mmas})
+rope_tiles = sorted({(m.b_desc.start - rope1) // ROPE_VIEW.nbytes for m in rope_mmas})
+print(f"view: {NOPE_VIEW.rows} rows (B_H*2) x {NOPE_VIEW.cols} dims; the NoPE instructions read view tiles "
+      f"{view_tiles} (512/64/2 = {512 // 64 // 2}), the RoPE ones {rope_tiles} (2/2 = {2 // 2})")
+print("view tile 0, rows 0-63 = K dims 0-63:", np.array_equal(view[:64], k[:, 0:64]),
+      "| rows 64-127 = K dims 64-127:", np.array_equal(view[64:], k[:, 64:128]))
+DescriptorView(nope_mmas[0].b_desc)
 
 # %% [markdown]
-# With `.ws` and M = 64 the result uses **Layout E** [doc] §9.7.16.10.5, [cutlass]: D[m][n] goes to lane
-# m + 64·⌊n/64⌋, column n mod 64. Columns n = 0–63 of D (B rows 0–63: the even chunk) live in lanes
-# 0–63, columns 64–127 (B rows 64–127: the odd chunk) in lanes 64–127:
+# ### 2.6 P_lo and P_hi: two partial sums in the two lane halves
+#
+# FlashMLA `csrc/sm100/decode/head64/kernel.cuh` lines 166-174 at `9241ae3` [kernel] (the softmax warpgroup, every
+# block):
+#
+# ```cpp
+# // Load P
+# float p[B_TOPK/2], p_peer[B_TOPK/2];
+# if (warp_idx < 2) {
+#     ku::tmem_ld_32dp32bNx<B_TOPK/2>(tmem_cols::P, p);
+#     ku::tmem_ld_32dp32bNx<B_TOPK/2>(tmem_cols::P+32, p_peer);
+# } else {
+#     ku::tmem_ld_32dp32bNx<B_TOPK/2>(tmem_cols::P, p_peer);
+#     ku::tmem_ld_32dp32bNx<B_TOPK/2>(tmem_cols::P+32, p);
+# }
+# ```
+#
+# After the 18 instructions, lanes 0–63 hold the even-chunk product **P_lo** (a sum over dims {0–63, 128–191,
+# 256–319, 384–447} ∪ {512–543}) and lanes 64–127 the odd-chunk product **P_hi** (the other 288 dims), each for all 64
+# tokens in columns 400–463. Warp w may read only its lane quadrant 32w … 32w+31 (PTX ISA 9.0 §9.7.16.8.1 [doc]), so
+# warps 0, 1 hold P_lo of heads 0–63 and warps 2, 3 hold P_hi of the same heads. Each loads both halves of its
+# columns (`B_TOPK/2` = 32 each) into `p` (kept) and `p_peer` (sent to warp w ⊕ 2, lines 178-195, section 5):
 
 # %%
-layout_e = datapath_layout(64, 2 * B_TOPK, ws=True)
-LayoutView(layout_e, c0=P_COLUMN)
+owner = Table(title="Who holds what (kernel.cuh lines 166-190; lanes and halves from Layout E)")
+for col in ("warp", "TMEM lanes", "heads", "loads", "keeps tokens", "sends tokens", "to warp", "holds P for tokens"):
+    owner.add_column(col)
+for w in range(4):
+    lane0 = 32 * w
+    (h0, n0), (h1, _) = layout_e.inverse(lane0, 0), layout_e.inverse(lane0 + 31, 0)
+    part = "P_lo" if n0 < B_TOPK else "P_hi"
+    keep, send = ("0-31", "32-63") if part == "P_lo" else ("32-63", "0-31")
+    owner.add_row(str(w), f"{lane0}-{lane0 + 31}", f"{h0}-{h1}", f"{part}, tokens 0-63", keep, send, str(w ^ 2), keep)
+display(owner)
 
 # %% [markdown]
-# Each lane half reads A from **its own** 64 lanes **[inferred]** (notebook 02 §7: CUTLASS's `.ws`
-# fragments, `tcgen05.cp .warpx2::02_13`, FlashMLA's "should be duplicated" comment). Lanes 0–63 hold
-# Q's even chunk, lanes 64–127 the odd chunk (section 2). So lanes 0–63 compute Q_even·K_evenᵀ and lanes
-# 64–127 compute Q_odd·K_oddᵀ: two independent 64×64×16 products, both landing in columns 400–463.
+# ## 3. Step through the 18 dual-GEMM instructions
 #
-# Check it on the model: run **one** instruction (NoPE k = 0, overwriting P) on a fresh copy of the
-# step, and compare each lane half with its own 64×64×16 `tensor_core_mma`:
+# Which 18? In the kernel's Program (`simtc.kernels.flashmla.head64`, built from `kernel.cuh` lines 531-584 at
+# `9241ae3`) the MMA warp, warp 4, issues per block: a wait on `rope_ready`, the **2 RoPE QK** instructions (`QK
+# RoPE k=0, 1`), a wait on `nope_ready`, the **16 NoPE QK** instructions (`QK k=0` … `15`), a commit to `qk_done`,
+# then — after the softmax has written S — 8 PV instructions (`PV k= n=`, O += S·V). The 18 dual-GEMM instructions are
+# the QK ones. The kernel's other "18" are the `tcgen05.cp` of Q (section 2.2), issued once per request before the
+# first block.
+#
+# `stepper("v32", 4)` runs the whole kernel for the 4-block request of section 4 on the engine, every cell's bits
+# included, and lets you walk it one event at a time: `find(...)` / `to_next(...)` go to the next event matching a
+# role, warp, barrier, opcode, kind or label; `state()` is the machine at the current step; `event()` the event that
+# led there.
+# First, the step where the Q copies have landed (the `q_utccp` barrier's phase completes): TMEM columns 256–399 of
+# all 128 lanes are written, 8 columns per copy, each coloured by its copy.
+
+# %%
+s = stepper("v32", 4)
+q_ready = s.find(barrier="q_utccp", kind="phase", start=0)
+s.goto(q_ready)
+StepView(s, timeline=False, smem=False)
+
+# %% [markdown]
+# Now the 18 issues of block 0's QK instructions, one `to_next` each. At its issue the instruction goes to the tensor
+# pipe; its writes land *when it completes* (`lands`). The event names, from the record's footprint, the TMEM columns
+# its A comes from, whether it reads D back (every instruction but the first accumulates into P) and the P it writes:
+
+# %%
+issues, n = [], q_ready
+while len(issues) < 18:
+    n = s.find(role="mma", opcode="tcgen05.mma", label="QK", kind="issue", start=n)
+    issues.append(s.event(n))
+nope_wait = s.find(role="mma", barrier="nope_ready", kind="resume", start=issues[1].step)
+steps = Table(title="Block 0's QK instructions, issued by the MMA warp (stepper events)")
+for col in ("step", "cycle", "record", "reads TMEM: A", "and D", "writes TMEM: D = P", "lands"):
+    steps.add_column(col, justify="right" if col in ("step", "cycle") else "left")
+for e in issues:
+    a, d, (p,) = e.reads["tmem"][0], e.reads["tmem"][1:], e.writes["tmem"]
+    steps.add_row(str(e.step), str(e.cycle), e.label, f"lanes {a['lanes'][0]}-{a['lanes'][1]}, columns "
+                  f"{a['columns'][0]}-{a['columns'][1]}", "P (accumulates)" if d else "- (overwrites)",
+                  f"lanes {p['lanes'][0]}-{p['lanes'][1]}, columns {p['columns'][0]}-{p['columns'][1]}",
+                  f"at {e.lands}")
+display(steps)
+print(f"the RoPE pair issues at cycles {issues[0].cycle}-{issues[1].cycle}; the MMA warp then waits on nope_ready "
+      f"(the dequant warps' K), resumes at cycle {s.event(nope_wait).cycle} and issues the 16 NoPE ones one per "
+      f"cycle from {issues[2].cycle}")
+EventView(issues[2], total=len(s))
+
+# %% [markdown]
+# Every instruction reads its A from 8 columns of **all 128 lanes** — both lane halves at once — and writes all of P
+# (lanes 0–127, columns 400–463). Colour each Q cell by the instruction that reads it: the 18 instructions walk across
+# the 144 columns of Q once, each taking one 16-dim slice from each lane half. That is the whole K loop.
+
+# %%
+read_by = np.full((128, 512), -1)
+for i, e in enumerate(issues):
+    a = e.reads["tmem"][0]                  # A (the others: D, read back when the instruction accumulates)
+    read_by[a["lanes"][0]:a["lanes"][1] + 1, a["columns"][0]:a["columns"][1] + 1] = i
+reads_q_once = bool((read_by[:, Q_COLUMN:P_COLUMN] >= 0).all() and (read_by[:, :Q_COLUMN] < 0).all()
+                    and (read_by[:, P_COLUMN:] < 0).all())
+print("the 18 instructions read every cell of columns 256-399 (and nothing else):", reads_q_once)
+TmemMapView(types.SimpleNamespace(last_writer=read_by, instructions=[e.label for e in issues]), by="writer",
+            title="Q in TMEM, coloured by the QK instruction that reads each cell as A")
+
+# %% [markdown]
+# Then the completions. The first one (`QK RoPE k=0`) fills P — columns 400–463 of both lane halves, P_lo and P_hi
+# at once — and each later one accumulates into the same cells, so P's last writer moves along the 18 instructions
+# while no other cell changes. The pictures of the state after the first and after the last completion
+# (`show_steps`: the event, the warps, the barriers, TMEM by last writer):
+
+# %%
+done = []
+n = issues[0].step
+while len(done) < 18:
+    n = s.find(role="mma", opcode="tcgen05.mma", label="QK", kind="complete", start=n)
+    done.append(s.event(n))
+p_writers, q_unchanged = [], []
+for e in done:
+    st = s.goto(e.step)
+    p_writers.append(sorted({st.writers[i] for i in st.writer_ids[:, P_COLUMN:P_COLUMN + B_TOPK].ravel().tolist()}))
+    q_unchanged.append(bool((st.tmem_writer[:, Q_COLUMN:P_COLUMN] <= q_ready).all()))
+writers_after = [w[0].split(" ", 1)[1] for w in p_writers]
+print(f"after each completion P (128 lanes x 64 columns) has one last writer: {all(len(w) == 1 for w in p_writers)}, "
+      f"in completion order {', '.join(writers_after[:3])}, ..., {writers_after[-1]}; Q's cells keep their copies as "
+      f"last writers: {all(q_unchanged)}; block 0's QK: issued from cycle {issues[0].cycle}, done at {done[-1].cycle}")
+show_steps(s, [(done[0].step, "the first QK instruction completes: P written in both lane halves"),
+               (done[-1].step, "the 18th completes: P_lo and P_hi final")], timeline=False, smem=False)
+
+# %% [markdown]
+# **Step yourself.** The widget drives the same stepper, placed at block 0's first QK issue (the cells above and
+# below ask for steps by number, so moving it changes nothing they show). Drag
+# the slider over every event of the run, or press **next MMA** to go to the next `tcgen05.mma` issue (17 presses
+# walk the dual GEMM, 8 more the PV), **next completion** to the next barrier phase, or pick a role or barrier in
+# *next event of* and press **go**. The picture below the controls is the `StepView` of the current step, with the
+# whole run's timeline and a cursor at its cycle. (Where no live kernel runs — the documentation site — the cell
+# shows the picture of its first step, and `StepperWidget.static(steps=[...])` draws chosen steps, as above.)
+
+# %%
+widget = StepperWidget(s, start=issues[0].step)
+display(widget)
+
+# %% [markdown]
+# ## 4. One instruction, two independent products — and P bit for bit
+#
+# Each lane half reads A from **its own** 64 lanes **[inferred]** (notebook 02 §7: CUTLASS's `.ws` fragments,
+# `tcgen05.cp .warpx2::02_13`, and FlashMLA's own comment that A "should be duplicated", `gemm.cuh` line 59 at
+# `9241ae3`). Lanes 0–63 hold Q's even chunks and lanes 64–127 the odd ones (section 2.2); B rows 0–63 are K's even
+# chunks and rows 64–127 the odd ones (section 2.5). So lanes 0–63 compute Q_even·K_evenᵀ and lanes 64–127
+# Q_odd·K_oddᵀ: two independent 64×64×16 products in one instruction, both landing in columns 400–463.
+#
+# Check it on the model: run **one** instruction (NoPE k = 0, overwriting P) on a fresh copy of the step, and compare
+# each lane half with its own 64×64×16 `tensor_core_mma`:
 
 # %%
 one = Cta()
 replay_qk(q, k, cta=one)
-k0 = mmas[2]
+k0 = nope_mmas[0]
 execute(attrs.evolve(k0, enable_input_d=False), one, warp=4)
 d_lo, d_hi = read_p(one.tmem)           # lanes 0-63 and 64-127 of columns 400-463
-(a_lo, a_hi), (b_lo, b_hi) = (where[0][:16], where[1][:16]), b_dims(k0)
+(a_lo, a_hi), (b_lo, b_hi) = (a_dims(k0, 0), a_dims(k0, 1)), b_dims(k0)
 print(k0.ptx())
 for half, a, b in ((0, a_lo, b_lo), (1, a_hi, b_hi)):
     rows = f"{64 * half}-{64 * half + 63}"
@@ -212,13 +536,9 @@ two_products = {half: np.array_equal(d.view(np.uint32), tensor_core_mma(q[:, a],
 print("each half bit-exact with its own 64x64x16 product:", two_products)
 
 # %% [markdown]
-# ## 5. P_lo and P_hi after all 18 instructions, bit for bit
-#
-# The 18 instructions run RoPE k = 0, 1 first (k = 0 overwrites), then NoPE k = 0 … 15 [kernel]. Lane
-# half 0 accumulates P_lo over its 288 dims {0–63, 128–191, 256–319, 384–447} ∪ RoPE {512–543}, half 1
-# accumulates P_hi over the other 288. `q_split` gives each half's dims in that k order; a chain of
-# `tensor_core_mma` over them must equal what the softmax warps' `tcgen05.ld` returns, bit for bit.
-# The software adds the halves: **P = P_lo + P_hi = Q·Kᵀ**.
+# After all 18: lane half 0 has accumulated P_lo over its 288 dims, half 1 P_hi over the other 288. `q_split` gives
+# each half's dims in the kernel's k order; a chain of `tensor_core_mma` over them must equal what the softmax warps'
+# `tcgen05.ld` returns, bit for bit. The software adds the halves: **P = P_lo + P_hi = Q·Kᵀ**.
 
 # %%
 p_lo, p_hi = read_p(tm)
@@ -235,96 +555,175 @@ print(f"P_lo + P_hi equals one 576-long chain in {np.mean(p_sum == one_chain):.0
       "(a different summation order)")
 
 # %% [markdown]
-# The same holds for the whole kernel: `replay` runs all six roles (index, raw fp8 TMA, RoPE TMA,
-# dequant, MMA, softmax) on the engine for a 4-block request, checks P bit-exact in every block, and
-# O and LSE against a float64 attention:
+# The same holds for the whole kernel: `replay` runs all six roles (index, raw fp8 TMA, RoPE TMA, dequant, MMA,
+# softmax) on the engine for a 4-block request, checks P bit-exact in every block, and O and LSE against a float64
+# attention:
 
 # %%
 run = replay("v32", blocks=4, seed=0, keep_engine=True)
+eng = run.engine
 print(run.summary())
 
 # %% [markdown]
-# ## 6. The exchange and reduction, and what it costs
+# ## 5. Q2: what the reduction costs, lane by lane
 #
-# After the QK commit, warp w of the softmax warpgroup may read only its lane quadrant 32w … 32w+31
-# [doc] §9.7.16.8.1. So warps 0, 1 hold P_lo and warps 2, 3 hold P_hi of the same heads. Each warp
-# loads its quadrant in two `tcgen05.ld.32x32b.x32` (tokens 0–31 and 32–63), keeps one half, and
-# swaps the other with its partner warp w ⊕ 2 through shared memory [kernel] (`kernel.cuh` lines 167-190
-# at `9241ae3`):
+# ### 5.1 The per-lane argument
+#
+# The softmax warpgroup has 128 threads and a block's P has 64 heads × 64 tokens = 4,096 scores: 32 per thread. Each
+# thread owns one TMEM lane (warp w reads lanes 32w … 32w+31, PTX ISA 9.0 §9.7.16.8.1 [doc]), and what its lane holds
+# decides its work:
+#
+# * **dual GEMM** (the kernel): lane t holds *half the K range* for *64 tokens* — P_lo (t < 64) or P_hi (t ≥ 64) of
+#   head t mod 64. The thread loads 64 values (two `tcgen05.ld.32x32b.x32`), keeps the 32 tokens it will own, sends
+#   the other 32 to its partner t ⊕ 64 through shared memory (8 × 16-byte `st.shared`), takes the partner's 32 (8 ×
+#   16-byte `ld.shared`) after a pair barrier, and adds them (16 packed `FADD2`): FlashMLA `kernel.cuh` lines 178-195
+#   at `9241ae3` [kernel];
+# * **duplicated Q** (CUTLASS's intended `.ws` TS use): lane t would hold the *whole K range* for 32 tokens — one x32
+#   load, nothing to exchange — but every lane then needs all 288 columns of Q (section 6);
+# * **a second loop** (instructions of N = 64, Q read from shared memory as FlashMLA's earlier SM100 kernel did): the
+#   same 32 full scores per lane and no exchange, for twice the QK instructions (36), each reading A from shared memory.
+#
+# What the exchange adds per thread and per block, from the kernel's Program:
 
 # %%
-owner = Table(title="Who holds what (kernel.cuh lines 167-190; lanes and halves from Layout E)")
-for col in ("warp", "TMEM lanes", "heads", "loads", "keeps tokens", "sends tokens", "to warp", "holds P for tokens"):
-    owner.add_column(col)
-for w in range(4):
-    lane0 = 32 * w
-    (h0, n0), (h1, _) = layout_e.inverse(lane0, 0), layout_e.inverse(lane0 + 31, 0)
-    part = "P_lo" if n0 < B_TOPK else "P_hi"
-    keep, send = ("0-31", "32-63") if part == "P_lo" else ("32-63", "0-31")
-    owner.add_row(str(w), f"{lane0}-{lane0 + 31}", f"{h0}-{h1}", f"{part}, tokens 0-63", keep, send, str(w ^ 2), keep)
-display(owner)
-
-# %% [markdown]
-# **Instructions.** The records of one block in the softmax Program that exist only because P comes
-# in two halves: the second TMEM load, 8 × 16-byte `st.shared`, the pair barrier, 8 × 16-byte
-# `ld.shared`, and 16 packed adds (`FADD2`, inside the "add, mask, row max" CUDA-core block):
-
-# %%
-per_block = exchange_instructions(run.engine.program)
+program = eng.program
+per_block = exchange_instructions(program)
 for kind, n in per_block.items():
     print(f"{n:>3}  {kind}")
-print(f"{sum(per_block.values()):>3}  instructions per softmax thread per block; {16 * per_block['STS.128']} B stored "
-      f"and as many loaded per thread; exchange buffer {SMEM_V32['p_exchange_buf'].size:,} B, "
-      f"a union with S ({SMEM_V32['s'].size:,} B)")
+sts_bytes = 16 * per_block["STS.128"]                                         # bytes each thread stores (and loads)
+port_rate = eng.timing["smem_port_bytes_per_cycle"]
+ldst_rate = eng.timing["tcgen05_ldst_columns_per_cycle"]
+port_cycles = 2 * 128 * sts_bytes / port_rate                                 # the warpgroup's stores and loads
+path_cycles = 4 * B_TOPK // 2 / ldst_rate                                     # the 4 warps' extra x32 loads
+label = {n: PARAMETERS["sm100"][n].label for n in ("smem_port_bytes_per_cycle", "tcgen05_ldst_columns_per_cycle")}
+print(f"{sum(per_block.values()):>3}  instructions per softmax thread per block: {sts_bytes} B out and {sts_bytes} B "
+      f"in per thread; for the warpgroup {2 * 128 * sts_bytes:,} B through the shared-memory port = {port_cycles:.0f} "
+      f"port cycles at {port_rate} B/cycle (smem_port_bytes_per_cycle [{label['smem_port_bytes_per_cycle']}]), "
+      f"and 4 x 32 extra TMEM columns = {path_cycles:.0f} cycles of the TMEM load path at {ldst_rate} column/cycle "
+      f"(tcgen05_ldst_columns_per_cycle [{label['tcgen05_ldst_columns_per_cycle']}]); the "
+      f"exchange buffer {SMEM_V32['p_exchange_buf'].size:,} B shares its bytes with S ({SMEM_V32['s'].size:,} B)")
 
 # %% [markdown]
-# **Cycles, from the engine's trace.** For each block and softmax warp: how much later the second P
-# load completes than the first (the warp's `wait::ld` waits for both), and the span from the first
-# `st.shared` to the issue of the block that adds the halves (stores, pair barrier wait, loads) — what
-# `alternatives.exchange_cost` measures. "softmax span" is the warp's time from seeing `qk_done` to
-# arriving on `so_ready` (P in, S out): the part of the loop the exchange lengthens.
+# ### 5.2 The exchange on the engine, block by block
+#
+# The stepper of section 3 runs the same 4-block request as `run` (the same Program and timing). For each
+# block and softmax warp, four stepper queries find the events that bound the exchange — the first and second P loads
+# completing, the first exchange store issuing, the pair barrier releasing the warp, the add block issuing — and two
+# more the softmax's span, from seeing `qk_done` to arriving on `so_ready`. The columns, as means over warps 0–3:
+#
+# * **2nd tcgen05.ld** — how much later the warp's second P load completes than its first. The TMEM load path serves
+#   loads in issue order (`simtc.engine.tmem_path`), so each warp's second x32 load waits behind the other three warps'
+#   first ones: 4 warps × 32 columns ÷ 1 column per cycle = **128 cycles** (the `path_cycles` above), in every block.
+# * **stores + pair barrier** — first `st.shared` issued → the pair barrier releases the warp: the 8 stores issue,
+#   then the warp waits until its partner's stores have passed the shared-memory port and are visible.
+# * **loads → add** — the release → the add block issues: the 8 `ld.shared` and their data through the port.
+# * **exchange** — the three together, what `alternatives.exchange_cost` measures; **softmax span** — `qk_done` seen
+#   → `so_ready` arrived (P in, S out), the part of the loop the exchange lengthens.
+# * **alongside** — who else draws from the shared-memory port while it runs: the stepper's state at the first store
+#   says whether the dequant warps are converting the next block's K (their LDS/STS) and how many TMA copies land.
 
 # %%
-eng = run.engine
-softmax = eng.program.role("softmax")
-labels = [getattr(r, "label", "") or "" for r in softmax.records]
-bars = [getattr(r, "bar", "") for r in softmax.records]
-block_starts = [i for i, lab in enumerate(labels) if lab == "P columns 400-431"]   # each block's first P load
-seen: dict[tuple[int, int, str], int] = {}
-for e in eng.trace:
-    if e.role == "softmax" and e.index >= 0:
-        seen.setdefault((e.warp, e.index, e.kind), e.cycle)
-cost = Table(title="Exchange per block (mean of warps 0-3), cycles from the replay's trace")
-for col in ("block", "2nd tcgen05.ld", "st / bar / ld.shared", "exchange", "softmax span", "share"):
-    cost.add_column(col, justify="right")
-exchange_cycles, spans = [], []
-for b, s in enumerate(block_starts):
-    first_st = next(i for i in range(s, len(labels)) if labels[i].startswith("p_peer"))
-    last_ld = max(i for i in range(first_st, first_st + 20) if labels[i].startswith("slot w"))
-    qk_wait = max(i for i in range(s) if bars[i].startswith("qk_done"))
-    so_arrive = next(i for i in range(s, len(bars)) if bars[i].startswith("so_ready"))
-    ld2 = np.mean([seen[w, s + 1, "complete"] - seen[w, s, "complete"] for w in range(4)])
-    smem = np.mean([seen[w, last_ld + 1, "issue"] - seen[w, first_st, "issue"] for w in range(4)])
-    span = np.mean([seen[w, so_arrive, "issue"] - seen[w, qk_wait, "resume"] for w in range(4)])
-    exchange_cycles.append(ld2 + smem)
-    spans.append(span)
-    cost.add_row(str(b), f"{ld2:.0f}", f"{smem:.0f}", f"{exchange_cycles[-1]:.0f}", f"{span:.0f}",
-                 f"{exchange_cycles[-1] / span:.0%}")
+def cycle_of(start, **where):
+    """The cycle and step of the next event after ``start`` matching ``where`` (a stepper query)."""
+    n = s.find(start=start, **where)
+    return s.event(n).cycle, n
+
+
+cost = Table(title="The exchange per block (mean of warps 0-3), cycles from stepper queries on the engine's run")
+for col in ("block", "2nd tcgen05.ld", "stores + pair barrier", "loads -> add", "exchange", "softmax span", "share",
+            "alongside (at the first store)"):
+    cost.add_column(col, justify="left" if col.startswith("alongside") else "right")
+rows = {w: [] for w in range(4)}
+for w in range(4):
+    n = 0
+    for _block in range(run.blocks):
+        seen, n = cycle_of(n, role="softmax", warp=w, barrier="qk_done", kind="resume")
+        ld1, _ = cycle_of(n, role="softmax", warp=w, label="P columns 400-431", kind="complete")
+        ld2, _ = cycle_of(n, role="softmax", warp=w, label="P columns 432-463", kind="complete")
+        st0, first_store = cycle_of(n, role="softmax", warp=w, label="p_peer[0:4]", kind="issue")
+        rel, _ = cycle_of(n, role="softmax", warp=w, label="pair barrier", kind="resume")
+        add_at, _ = cycle_of(n, role="softmax", warp=w, opcode="// cuda_core add, mask, row max", kind="issue")
+        out, n = cycle_of(n, role="softmax", warp=w, barrier="so_ready", kind="issue")
+        rows[w].append((ld2 - ld1, rel - st0, add_at - rel, out - seen, first_store))
+per_warp = np.array([[r[:4] for r in rows[w]] for w in range(4)], dtype=float)   # (warp, block, span)
+mean = per_warp.mean(axis=0)
+exchange_cycles = mean[:, 0] + mean[:, 1] + mean[:, 2]
+spans = mean[:, 3]
+alongside, here = [], s.position              # (the widget's step, given back below)
+for b in range(run.blocks):
+    st = s.goto(rows[0][b][4])
+    dequant = sorted({w["status"] for w in st.warps if w["role"] == "dequant"})
+    alongside.append((dequant, len(st.units["tma"])))
+    cost.add_row(str(b), f"{mean[b, 0]:.0f}", f"{mean[b, 1]:.0f}", f"{mean[b, 2]:.0f}", f"{exchange_cycles[b]:.0f}",
+                 f"{spans[b]:.0f}", f"{exchange_cycles[b] / spans[b]:.0%}",
+                 f"dequant warps {'/'.join(dequant)}, {alongside[-1][1]} TMA copies in flight")
+s.goto(here)
 display(cost)
-print(f"mean {np.mean(exchange_cycles):.0f} cycles per block (alternatives.exchange_cost: {exchange_cost(eng):.0f}); "
-      f"the whole {run.blocks}-block request takes {run.cycles_whole:,} cycles, {run.cycles_per_block_steady:,.0f} "
-      "per block in the steady state (between sv_done phases)")
+o_first, _ = cycle_of(0, role="softmax", warp=0, label="O chunk 0", kind="issue")
+o_rescale = cycle_of(s.find(start=0, role="softmax", warp=0, label="O chunk 0", kind="issue"), role="softmax", warp=0,
+                     opcode="tcgen05.fence::before_thread_sync", kind="issue")[0] - o_first
+print(f"mean {exchange_cycles.mean():.0f} cycles per block (alternatives.exchange_cost of the same run: "
+      f"{exchange_cost(eng):.0f}); the request takes {run.cycles_whole:,} cycles, "
+      f"{run.cycles_per_block_steady:,.0f} per block in the steady state (between sv_done phases)")
+print(f"block {run.rescale_blocks} also rescales O (4 chunks of O loaded, scaled, stored back through the TMEM path): "
+      f"{o_rescale:,} cycles of warp 0's span")
 
 # %% [markdown]
-# **The 16 `FADD2`.** They sit inside the CUDA-core block that adds the halves, masks and takes the row
-# max, so the span above ends where they begin. What they add to that block comes from the issue model
-# (`simtc.engine.issue.block_cost`: issue-slot cycles, the cycles each pipe is held, the dependent
-# chain's latency, and what bounds the block alone) — the block as the kernel has it, and without them:
+# Reading the table: the **128** is the TMEM path's arithmetic above, the same in every block. The shared-memory part
+# is shortest in the last block, where nothing else runs beside the exchange (the dequant warps are done, no TMA copy
+# lands): that is the exchange with the port to itself. In the earlier blocks the dequant warpgroup is converting the
+# next block's K while the exchange runs, and its loads and stores — and the TMA copies' writes — take port cycles the
+# exchange's stores and loads then wait for. The softmax span of the block that rescales O is long by the rescale, not
+# by the exchange (printed above).
+#
+# ### 5.3 What it costs the whole kernel
+#
+# The exchange's cycles lie on the softmax warps' path; how many of them show in the kernel's time? Take the same
+# Program without the exchange — no second P load, stores, pair barrier or loads, and the add block without its 16
+# FADD2 (`alternatives.exchange_records`) — and run it on the engine (timing only: without the exchange the numbers
+# would be wrong, the time is what we ask for). The difference per block is what each lane holding full scores would
+# save, if it could:
 
 # %%
-add = next(r for r in softmax.records if getattr(r, "name", "") == "add, mask, row max")
-no_fadd2 = attrs.evolve(add, counts=tuple(x for x in add.counts if x[0] != "FADD2"),
-                        chain=tuple(x for x in add.chain if x[0] != "FADD2"))
+def without_fadd2_of(block):
+    """The add block without the 16 FADD2 that add the halves (and without the partner's registers they read)."""
+    return attrs.evolve(block, counts=tuple(x for x in block.counts if x[0] != "FADD2"),
+                        chain=tuple(x for x in block.chain if x[0] != "FADD2"),
+                        regs_read=tuple(x for x in block.regs_read if not x.startswith("pin")))
+
+
+adds = {id(r): r for r in program.role("softmax").records if getattr(r, "name", "") == "add, mask, row max"}
+dropped = {id(r) for r in exchange_records(program)} - adds.keys()       # the 2nd P load, stores, barrier, loads
+without = attrs.evolve(program, name=program.name + "-no-exchange", roles=tuple(
+    attrs.evolve(role, records=tuple(without_fadd2_of(r) if id(r) in adds else r
+                                     for r in role.records if id(r) not in dropped))
+    if role.name == "softmax" else role for role in program.roles))
+
+
+def per_block_steady(prog, timing=None) -> float:
+    """Cycles per block between the sv_done phases of a timing-only run of ``prog`` (stepper queries)."""
+    st = Stepper.for_program(prog, mode="timing", timing=timing)
+    at, n = [], 0
+    while (n := st.find(barrier="sv_done", kind="phase", start=n)) is not None:
+        at.append(st.event(n).cycle)
+    return (at[-1] - at[0]) / (len(at) - 1)
+
+
+with_ex, without_ex = run.cycles_per_block_steady, per_block_steady(without)
+saved = with_ex - without_ex
+print(f"per block: {with_ex:,.0f} cycles with the exchange, {without_ex:,.0f} without: the exchange's "
+      f"{exchange_cycles.mean():.0f} cycles on each softmax warp cost the kernel {saved:.0f} cycles per block "
+      f"({saved / with_ex:.0%}); the rest hides behind the other roles' work")
+
+# %% [markdown]
+# **The 16 `FADD2`.** They sit inside the CUDA-core block that adds the halves, masks and takes the row max, so the
+# spans above end where they begin. What they add to that block comes from the issue model
+# (`simtc.engine.issue.block_cost`: issue-slot cycles, the cycles each pipe is held, the dependent chain's latency, and
+# what bounds the block alone) — the block as the kernel has it, and without them:
+
+# %%
+add = next(iter(adds.values()))
+no_fadd2 = without_fadd2_of(add)
 with_fadd2, without_fadd2 = block_cost(add, eng.timing), block_cost(no_fadd2, eng.timing)
 for what, c in (("with the 16 FADD2", with_fadd2), ("without them", without_fadd2)):
     print(f"{what:<18} issue {c.issue:>3}, pipes {dict(c.pipes)}, chain {c.chain:>3} -> {c.duration} cycles "
@@ -343,17 +742,17 @@ print(f"the FADD2 add {fadd2_cycles} cycles to the block alone; of the {len(add_
       f"reads, halving or doubling these moves that figure: {', '.join(add_rests)}")
 
 # %% [markdown]
-# **What the exchange's cycles rest on.** `exchange_parameters` lists every timing parameter the
-# exchange's records read — the extra `tcgen05.ld`, the `st.shared` / `ld.shared`, the pair barrier
-# and the add block — with its value and label. Halving and doubling each one in turn and rerunning the
-# same Program (timing only) shows which of them the trace's figure actually moves with:
+# **What the exchange's cycles rest on.** `exchange_parameters` lists every timing parameter the exchange's records
+# read — the extra `tcgen05.ld`, the `st.shared` / `ld.shared`, the pair barrier and the add block — with its value
+# and label. Halving and doubling each one in turn and rerunning the same Program (timing only) shows which of them
+# the figure actually moves with:
 
 # %%
-rests = exchange_parameters(eng.program)
+rests = exchange_parameters(program)
 
 
 def exchange_at(t):
-    return exchange_cost(Engine(eng.program, mode="timing", check=False, timing=t).run())
+    return exchange_cost(Engine(program, mode="timing", check=False, timing=t).run())
 
 
 ex_base = exchange_at(eng.timing)
@@ -371,11 +770,11 @@ print(f"{ex_base:.0f} cycles per block rest on {rests_text}; they move most with
       "one port the MMAs' operands, the TMA writes and the dequant also use")
 
 # %% [markdown]
-# **The exchange's cost with its band.** Halving and doubling shows what the figure moves with; the band says how
-# far it could be off. On sm100 every parameter has a label: the CUDA-core, shared-memory latency and barrier
-# values measured on the H200 (`tests/data/h200_calibration.json`) are labelled *assumed* here, being taken as
-# equal on a B200. `exchange_band` moves each assumed parameter by x/÷1.25 and each derived one by x/÷1.10 (the
-# rule `simtc predict` uses), reruns timing-only replays and combines the effects root-sum-square:
+# **The exchange's cost with its band.** Halving and doubling shows what the figure moves with; the band says how far it
+# could be off. On sm100 every parameter has a label: the CUDA-core, shared-memory latency and barrier values measured
+# on the H200 (`tests/data/h200_calibration.json`) are labelled *assumed* here, being taken as equal on a B200.
+# `exchange_band` moves each assumed parameter by x/÷1.25 and each derived one by x/÷1.10 (the rule `simtc predict`
+# uses), reruns timing-only replays and combines the effects root-sum-square:
 
 # %%
 eb = exchange_band("v32", 4)
@@ -385,17 +784,17 @@ print(f"the exchange: {eb['value']:.0f} cycles per block, band {eb['low']:.0f}-{
 assert eb["low"] <= eb["value"] <= eb["high"] and eb["high"] > eb["value"]
 
 # %% [markdown]
-# ## 7. The alternatives, on the same inputs, engine and checker
+# ## 6. The alternatives, on the same inputs, engine and checker
 #
-# Is the exchange worth its cycles? Compare the designs that avoid it (FlashMLA's earlier SM100 kernel kept Q
-# in shared memory: `csrc/sm100/decode/sparse_fp8/splitkv_mla.cu` at `fd249aa`;
-# `simtc.kernels.flashmla.alternatives`, also `simtc compare flashmla-head64` in a shell). Each variant
-# is the kernel's Program transformed and replayed on the same 4-block request — or, where it
-# does not fit, the refusal simtc's TMEM allocator and `tcgen05.cp` give, with the rule broken:
+# Is the exchange worth its cycles? Compare the designs that avoid it (FlashMLA's earlier SM100 kernel kept Q in
+# shared memory: `csrc/sm100/decode/sparse_fp8/splitkv_mla.cu` at `fd249aa`; `simtc.kernels.flashmla.alternatives`,
+# also `simtc compare flashmla-head64` in a shell). Each variant is the kernel's Program transformed and replayed on
+# the same 4-block request — or, where it does not fit, the refusal simtc's TMEM allocator and `tcgen05.cp` give,
+# with the rule broken:
 #
 # * **duplicated-q** — CUTLASS's intended `.ws` TS use: Q in *both* lane halves, 36 QK MMAs of N = 64, no exchange;
-# * **ss-q-smem** — the earlier SM100 kernel (FlashMLA `splitkv_mla.cu` at `fd249aa`): Q resident in shared
-#   memory, 36 SS MMAs of N = 64, no Q copies, no exchange;
+# * **ss-q-smem** — the earlier SM100 kernel (FlashMLA `splitkv_mla.cu` at `fd249aa`): Q resident in shared memory,
+#   36 SS MMAs of N = 64 (the "second loop"), no Q copies, no exchange;
 # * **layout-f** — non-`.ws` M = 64 (half datapath), Q in one slab (refused) or split over two slabs;
 # * **prefill-overlap** — the prefill kernel's schedule: P freed right after its TMEM loads, QK(i+1) before PV(i);
 # * **b0-b1-collectors** — consecutive `.ws` MMAs alternate the two B collectors.
@@ -419,25 +818,126 @@ for v in variants.values():
 display(alt)
 for v in variants.values():
     print(f"{v.name:<18} checked: {v.checks}")
-print(f"\nexch. cyc of the dual GEMM rests on: {', '.join(variants['dual-gemm'].exchange_rests_on)}")
 for name in ("dual-gemm", "duplicated-q", "ss-q-smem"):
     print(f"\n{name}: {variants[name].why}")
 
 # %% [markdown]
-# ## 8. The two answers
+# ### 6.1 The tensor pipe's spans, from the Program and the timing parameters
 #
-# **Q1. Why is K halved with no second loop?** Because the second half of K is put in place by **data
-# placement, not control flow**. One `.ws` M=64 instruction with N = 128 is two 64×64 products side by
-# side: D columns 0–63 in lanes 0–63, columns 64–127 in lanes 64–127 (Layout E), each lane half reading
-# A from its own lanes **[inferred]**. The Q copies put Q's even 64-dim chunks in lanes 0–63 and the odd
-# chunks in lanes 64–127 (section 2); the 128-row aliased view of K makes B rows 64–127 the odd chunks of the
-# same tokens (section 3). So each of the 18 instructions advances *both* halves of K by 16 dims: 18 × 16 = 288
-# dims per half, 576 in all, with the one k-loop the kernel has (`utcmma_ts`, 16 NoPE + 2 RoPE steps).
-# The two partial sums stay in separate lanes until software adds them.
+# *pipe/blk* is how long the tensor pipe is busy per block. It is fixed by which MMAs a block issues and what each
+# one costs in the pipe: its initiation interval (II), the largest of four bounds (`simtc.engine.timing.mma_ii_bounds`)
+# —
+#
+# * **compute**: 2·M·N·16 FLOP at `mma_flop_per_cycle_per_k` × 16 = 8,192 FLOP/cycle (a `.ws` M = 64 instruction uses
+#   64 rows of the datapath);
+# * **port**: the operand bytes read from shared memory (B: N rows × 32 B; A too when it comes from shared memory) at
+#   `smem_port_bytes_per_cycle`;
+# * **B collector** (`.ws`): the N columns stream, plus `ws_b_fill_startup`, less one 8-column group, before the next
+#   fill may start — unless consecutive MMAs alternate the two collectors;
+# * **front end**: `mma_min_ii`.
+#
+# Summed over a block's MMAs this gives the pipe's busy time with the port to itself; the engine, with its one
+# shared-memory port that the TMA writes, the dequant and the softmax also use, adds the cycles an MMA waited for its
+# operands. Computed from each variant's Program, and checked against the engine run with the shared port switched off
+# (`Timing("sm100").without("shared_port")`: each kind of consumer gets a port of its own):
 
 # %%
-pv_per_block = variants["dual-gemm"].mma_per_block - len(mmas)
-qk_records = [r for r in eng.program.role("mma").records if getattr(r, "idesc", None) == QK_IDESC]
+timing = Timing("sm100")
+kinds = Table(title="Tensor pipe per block: each MMA's II from the timing parameters (dual GEMM and second loop)")
+for col in ("variant", "MMA", "per block", "K=16 steps (dims)", "compute", "port", "B collector", "front end", "II",
+            "cycles"):
+    kinds.add_column(col, justify="left" if col in ("variant", "MMA") else "right")
+transforms = {"dual-gemm": None, "ss-q-smem": ss_q_smem, "layout-f-split": layout_f,
+              "prefill-overlap": prefill_overlap, "b0-b1-collectors": collectors}
+pipe, per_kind = {}, {}
+for name, fn in transforms.items():
+    prog = program if fn is None else fn(program)
+    groups: dict = {}
+    prev = None
+    for r in prog.role("mma").records:
+        if isinstance(r, Mma):
+            spec = mma_spec_of(r, prev)
+            prev = r
+            key = ("PV" if r.label.startswith("PV") else "QK", spec)
+            groups[key] = groups.get(key, 0) + 1
+    closed = 0.0
+    for (what, spec), count in groups.items():
+        bounds = mma_ii_bounds(spec, None, timing)
+        ii = max(bounds.values())
+        closed += count * ii / run.blocks
+        if name in ("dual-gemm", "ss-q-smem"):
+            kinds.add_row(name, f"{what} {spec.m}x{spec.n} {spec.operands} ({spec.collector})",
+                          f"{count / run.blocks:g}", f"{count // run.blocks} ({16 * count // run.blocks})",
+                          str(bounds["compute"]), str(bounds["smem_port"]), str(bounds.get("b_collector", "")),
+                          str(bounds["front_end"]), str(ii), f"{count * ii / run.blocks:,.0f}")
+    alone = tensor_pipe_per_block(Engine(prog, mode="timing", check=False, timing=timing.without("shared_port")).run())
+    shared = variants[name].tensor_pipe_busy_per_block
+    pipe[name] = (closed, alone, shared)
+    per_kind[name] = [(what, count // run.blocks, max(mma_ii_bounds(spec, None, timing).values()))
+                      for (what, spec), count in groups.items()]
+display(kinds)
+totals = Table(title="Tensor pipe busy per block: closed form = the engine with the port to itself; + port waits")
+for col in ("variant", "closed form", "engine, own port", "engine (pipe/blk)", "waited for the port"):
+    totals.add_column(col, justify="left" if col == "variant" else "right")
+for name, (closed, alone, shared) in pipe.items():
+    totals.add_row(name, f"{closed:,.0f}", f"{alone:,.0f}", f"{shared:,.1f}", f"{shared - closed:,.1f}")
+display(totals)
+dual_qk, ss_qk, dup_qk, pv = (mma_ii_bounds(mma_spec("sm100", 64, n, operands=ops, ws=True), None, timing)
+                              for n, ops in ((128, "TS"), (64, "SS"), (64, "TS"), (256, "SS")))
+for name in ("dual-gemm", "ss-q-smem"):
+    terms = " + ".join(f"{c} {what} x {ii}" for what, c, ii in per_kind[name])
+    print(f"{name}: {terms} = {pipe[name][0]:,.0f} cycles per block")
+print(f"a dual QK (64x128 TS) is bound by its B collector: stream {dual_qk['compute']} + ws_b_fill_startup "
+      f"{timing['ws_b_fill_startup']} - one 8-column group = {dual_qk['b_collector']}; an SS QK of N = 64 by the port: "
+      f"A 2 KiB + B 2 KiB at {port_rate} B/cycle = {ss_qk['smem_port']}; a PV (64x256 SS) by the port: S 2 KiB + "
+      f"V 8 KiB = {pv['smem_port']}")
+print(f"duplicated Q, had it fitted: 36 TS QK of N = 64 x {max(dup_qk.values())} = {36 * max(dup_qk.values())} cycles "
+      f"(bound by the B collector: each instruction pays the fill startup, and there are twice as many)")
+
+# %% [markdown]
+# ### 6.2 Lane by lane: what each design asks of a softmax thread, and what it costs instead
+#
+# The per-lane argument of section 5.1 with the engine's numbers: the dual GEMM's price is the exchange — cycles on
+# the softmax warps' path, most of them on the kernel's time — while the designs without it pay in capacity the
+# block does not have, or in tensor-pipe time:
+
+# %%
+dual, dup, ss = variants["dual-gemm"], variants["duplicated-q"], variants["ss-q-smem"]
+chunks, refusal = dup_q_allocation("v32")
+lanes_t = Table(title="Per softmax thread (one TMEM lane) and per block")
+for col in ("design", "lane holds", "P loads", "exchange per thread", "QK MMAs", "pipe (closed form)", "fits",
+            "cycles/blk"):
+    lanes_t.add_column(col, justify="left" if col in ("design", "lane holds", "exchange per thread", "fits")
+                       else "right")
+lanes_t.add_row("dual GEMM", "P_lo or P_hi, 64 tokens", "2 x32",
+                f"{sum(per_block.values())} instr., {sts_bytes} B out + in, {exchange_cycles.mean():.0f} cyc",
+                "18", f"{pipe['dual-gemm'][0]:,.0f}", f"yes: {dual.tmem_columns} cols, {dual.smem_bytes:,} B",
+                f"{dual.cycles_per_block:,.0f}")
+dup_pipe = 36 * max(dup_qk.values()) + 8 * max(pv.values())
+lanes_t.add_row("duplicated Q", "full P, 32 tokens", "1 x32", "none", "36", f"{dup_pipe:,}",
+                f"NO: {dup.tmem_columns} of 512 TMEM columns", "—")
+lanes_t.add_row("second loop (Q in SMEM)", "full P, 32 tokens", "1 x32", "none", "36",
+                f"{pipe['ss-q-smem'][0]:,.0f}", f"NO: {ss.smem_bytes:,} B of {SMEM_CAPACITY['sm100']:,}",
+                f"{ss.cycles_per_block:,.0f}")
+display(lanes_t)
+print(f"the allocator on duplicated Q: {refusal}")
+
+# %% [markdown]
+# ## 7. The two answers
+#
+# **Q1. Why is K halved with no second loop?** Because the second half of K is put in place by **data placement, not
+# control flow**, and FlashMLA's code says so in six places (section 2): the instruction is N = `B_TOPK*2` (two 64 × 64
+# products side by side, Layout E putting D's halves in the two lane halves); Q is copied through a `B_H*2`-row view,
+# so lanes 64–127 hold the odd 64-dim chunks of the same heads, and fills `B_H*D_NOPE/2/128` = 128 columns, which
+# puts `Q_Tail` at 384; the A fragments are `B_H × D_ROPE/2` and `B_H × D_NOPE/2`; B is the `B_H*2`-row view
+# `SmemLayoutKTiles_DualGemm_SW128<512/64/2>`, whose rows 64–127 are the odd chunks of the same tokens. One k-loop
+# (`utcmma_ts`) over the half-width fragments issues 2 + 16 = 18 instructions, and each advances *both* halves of
+# K by 16 dims (sections 2.4 and 3): 18 × 16 = 288 dims per half, 576 in all. The two partial sums stay in separate
+# lanes until software adds them.
+
+# %%
+pv_per_block = dual.mma_per_block - len(mmas)
+qk_records = [r for r in program.role("mma").records if getattr(r, "idesc", None) == QK_IDESC]
 print(f"QK MMAs per block: {len(mmas)} (+ {pv_per_block} PV = {run.per_block['tcgen05.mma.ws']}), "
       f"{len(qk_records)} QK records for {run.blocks} blocks: one pass over all 576 dims per block")
 print(f"each: M = {QK_IDESC.m}, N = {QK_IDESC.n} = 2 x {B_TOPK} tokens, K = 16 -> {len(mmas)} x 16 = "
@@ -445,70 +945,86 @@ print(f"each: M = {QK_IDESC.m}, N = {QK_IDESC.n} = 2 x {B_TOPK} tokens, K = 16 -
 print(f"P_lo / P_hi bit-exact: {p_exact}; one instruction = two products: {two_products}")
 
 # %% [markdown]
-# **Q2. Is there reduction overhead, and why is it still worth it?** Yes. Every block, each softmax
-# thread issues one extra TMEM load, 8 + 8 shared-memory stores and loads, a pair barrier and 16 packed
-# adds, on the softmax's part of the loop; the engine's cycle count for it is printed below with the
-# parameters it rests on (section 6: mostly assumed, and it moves most with the shared-memory port's
-# bandwidth). P takes twice the TMEM columns, and the exchange needs a 16 KiB buffer (shared with S).
-# It pays in **capacity and bandwidth**, not in tensor-core FLOPs: with Q duplicated in both lane halves
-# TMEM overflows and simtc's allocator refuses it; with Q resident in shared memory the plan overflows
-# the 227 KiB and every QK instruction reads A from shared memory too. In this model the SS design is
-# also slower per block — twice the QK operand bytes through the shared-memory port and a busier tensor
-# pipe — but the decisive point is that the dual GEMM fits at all.
+# **Q2. What does the reduction cost, and why is it still worth it?** It costs per-lane work on the softmax's side.
+# Each softmax thread owns one TMEM lane, and with the dual GEMM that lane holds half the K range's partial scores
+# (P_lo or P_hi) for 64 tokens; turning them into full scores for 32 tokens takes one extra 32-column TMEM load, 128 B
+# out and 128 B in through shared memory, a pair barrier and 16 packed adds — 34 instructions per thread per block
+# (section 5.1). In the engine's model that is a few hundred cycles on each softmax warp per block, most of which the
+# kernel's time shows (sections 5.2 and 5.3, printed below), resting mostly on assumed parameters and moving most with
+# the shared-memory port's bandwidth. The designs in which each lane holds full scores pay elsewhere, and more: with Q
+# duplicated in both lane halves TMEM needs 576 columns and simtc's allocator refuses it; with a second loop (36
+# instructions of N = 64, Q from shared memory) the plan overflows the 227 KiB, every QK instruction reads A from
+# shared memory too, and the tensor pipe is busy longer: 36 × 32 + 8 × 80 = 1,792 against 18 × 44 + 8 × 80 = 1,432
+# cycles per block with the port to itself (section 6.1). The dual GEMM is the design that fits — and it even spends
+# less tensor-pipe time on the scores than 36 instructions of N = 64 would; the exchange is its price.
 
 # %%
-dual, dup, ss = variants["dual-gemm"], variants["duplicated-q"], variants["ss-q-smem"]
-qk_smem = {v.name: v.smem_bytes_per_qk_mma * (v.mma_per_block - pv_per_block) for v in (dual, dup, ss)}
 overhead = dual.exchange_cycles_per_block / dual.cycles_per_block
-print(f"overhead: {dual.exchange_instructions} instructions per softmax thread per block, "
-      f"{dual.exchange_cycles_per_block:.0f} of {dual.cycles_per_block:.0f} cycles per block ({overhead:.0%}) in the "
-      f"engine's model, resting on {', '.join(dual.exchange_rests_on)}; the FADD2 add {fadd2_cycles} more to the add "
-      f"block alone (moving with {', '.join(add_rests)}); P {B_TOPK} TMEM columns instead of {B_TOPK // 2}; "
-      f"exchange buffer {SMEM_V32['p_exchange_buf'].size:,} B")
+print(f"the exchange: {dual.exchange_instructions} instructions per softmax thread per block, "
+      f"{dual.exchange_cycles_per_block:.0f} cycles on each softmax warp (band {eb['low']:.0f}-{eb['high']:.0f}), "
+      f"{saved:.0f} of {with_ex:,.0f} cycles per block of the kernel's time ({saved / with_ex:.0%}); the FADD2 add "
+      f"{fadd2_cycles} to the add block alone; P {B_TOPK} TMEM columns instead of {B_TOPK // 2}; exchange buffer "
+      f"{SMEM_V32['p_exchange_buf'].size:,} B; resting on {', '.join(dual.exchange_rests_on)}")
 print(f"TMEM: dual {dual.tmem_columns} columns vs duplicated Q {dup.tmem_columns} (of 512) -> fits: "
       f"{dual.fits} / {dup.fits}")
-print(f"SMEM: dual {dual.smem_bytes:,} B vs Q resident {ss.smem_bytes:,} B (limit {SMEM_CAPACITY['sm100']:,}) -> fits: "
-      f"{dual.fits} / {ss.fits}")
-print(f"QK operand bytes from SMEM per block: dual {qk_smem['dual-gemm']:,.0f} vs SS {qk_smem['ss-q-smem']:,.0f}; "
-      f"QK instructions from one thread: {len(mmas)} vs {ss.mma_per_block - pv_per_block}")
-print(f"cycles per block (model): dual {dual.cycles_per_block:.0f}, SS {ss.cycles_per_block:.0f}, "
-      f"prefill-style overlap {variants['prefill-overlap'].cycles_per_block:.0f}; tensor pipe busy per block: dual "
-      f"{dual.tensor_pipe_busy_per_block:.0f}, SS {ss.tensor_pipe_busy_per_block:.0f}")
+print(f"SMEM: dual {dual.smem_bytes:,} B vs Q resident {ss.smem_bytes:,} B (limit {SMEM_CAPACITY['sm100']:,}) -> "
+      f"fits: {dual.fits} / {ss.fits}")
+qk_smem = {v.name: v.smem_bytes_per_qk_mma * (v.mma_per_block - pv_per_block) for v in (dual, dup, ss)}
+print(f"QK operand bytes from SMEM per block: dual {qk_smem['dual-gemm']:,.0f} vs second loop "
+      f"{qk_smem['ss-q-smem']:,.0f}; tensor pipe per block (own port): dual {pipe['dual-gemm'][0]:,.0f} vs "
+      f"{pipe['ss-q-smem'][0]:,.0f}; cycles per block: dual {dual.cycles_per_block:,.0f} vs "
+      f"{ss.cycles_per_block:,.0f}")
 
 # %% [markdown]
-# ## What this notebook showed (checked)
+# ## 8. What this notebook showed (checked)
 
 # %%
-# Q placement by tcgen05.cp: lane h = head h, even chunks in lanes 0-63, odd chunks in lanes 64-127
-assert q_placed and len(copies) == 18 and [c.taddr for c in copies[:5]] == [256, 264, 272, 280, 288]
-assert where[0][:2].tolist() == [0, 1] and where[1][:2].tolist() == [64, 65] and where[1][256] == 544
-assert NOPE_VIEW.offset(64, 0) == NOPE_TILE.nbytes == 8192 and P_COLUMN - Q_COLUMN == 144
-# the 128-row aliased view of K: rows 64-127 are the next (odd) 64-dim tile of the same tokens
+# Q1, in FlashMLA's code: N = B_TOPK*2; the 128-row (B_H*2) views; Q_Tail = 256 + B_H*D_NOPE/2/128; A fragments of
+# D_ROPE/2 and D_NOPE/2 -> 2 + 16 instructions; B view <512/64/2> = 4 tiles; the copies' quoted expressions
+assert (QK_IDESC.m, QK_IDESC.n) == (B_H, B_TOPK * 2) and NOPE_VIEW.rows == ROPE_VIEW.rows == B_H * 2
+assert Q_TAIL_COLUMN == Q_COLUMN + B_H * D_NOPE // 2 // 128 == 384 and P_COLUMN == Q_TAIL_COLUMN + 16 == 400
+assert (len(rope_mmas), len(nope_mmas)) == (D_ROPE // 2 // INSTR_K, D_NOPE // 2 // INSTR_K) == (2, 16)
+assert [m.a for m in mmas] == [Q_TAIL_COLUMN, Q_TAIL_COLUMN + 8] + [Q_COLUMN + 8 * i for i in range(16)]
+assert len(view_tiles) == 512 // 64 // 2 == 4 and len(rope_tiles) == 2 // 2
+assert in_simtc == from_source and len(copies) == 18 and q_placed
+assert all(meet) and np.array_equal(covered, np.arange(D_Q))       # each instruction advances both halves by 16
 assert np.array_equal(view[:64], k[:, :64]) and np.array_equal(view[64:], k[:, 64:128])
-assert [b_dims(m)[1][0] for m in mmas[2:7]] == [64, 80, 96, 112, 192]
-# one instruction computes two independent 64x64x16 products, one per lane half
-assert two_products == {0: True, 1: True} and (QK_IDESC.m, QK_IDESC.n) == (64, 128)
-assert layout_e.map(5, 70) == (69, 6) and layout_e.map(5, 6) == (5, 6)
-# P_lo and P_hi bit-exact; their sum is Q.K^T to rounding; the whole replay checks out
-assert p_exact == {"P_lo": True, "P_hi": True} and np.abs(p_sum - exact).max() < 1e-4
-assert run.ok and run.p_bit_exact and not run.hazards and run.per_block["tcgen05.mma.ws"] == 26
-# the exchange: 34 instructions per thread per block, its cycles counted in the engine's (simulated) trace
+# stepping: 18 QK issues of block 0 read 8 columns of all 128 lanes each, every Q cell once; P has one last writer
+assert [e.label for e in issues] == [m.label.replace("NoPE ", "") for m in mmas]
+p_cells = [{"lanes": [0, 127], "columns": [P_COLUMN, P_COLUMN + B_TOPK - 1]}]
+assert all(e.reads["tmem"][0]["lanes"] == [0, 127] and e.writes["tmem"] == p_cells and e.lands == "completion"
+           and len(e.reads["tmem"]) == (1 if e is issues[0] else 2) for e in issues) and reads_q_once
+assert issues[1].cycle < s.event(nope_wait).cycle < issues[2].cycle
+assert all(len(w) == 1 for w in p_writers) and writers_after == [e.label for e in done] and all(q_unchanged)
+assert done[0].label == issues[0].label == "QK RoPE k=0" and widget.total == len(s) and widget.step == issues[0].step
+# one instruction computes two independent 64x64x16 products; P_lo and P_hi bit-exact; the replay checks out
+assert two_products == {0: True, 1: True} and p_exact == {"P_lo": True, "P_hi": True}
+assert np.abs(p_sum - exact).max() < 1e-4 and run.ok and run.p_bit_exact and not run.hazards
+assert run.per_block["tcgen05.mma.ws"] == 26 and len(mmas) * 16 * 2 == D_Q and len(qk_records) == 18 * run.blocks
+# Q2, per lane: 34 instructions, 128 B each way; the 2nd P load 128 cycles later in every block and warp (4 x 32
+# columns at 1 column/cycle); the stepper's exchange is alternatives.exchange_cost; the kernel pays part of it
 assert per_block == {"LDTM.x32 (extra)": 1, "STS.128": 8, "LDS.128": 8, "FADD2": 16, "BAR.SYNC (pair)": 1}
-assert abs(np.mean(exchange_cycles) - exchange_cost(eng)) < 1e-6 and 0 < overhead < 1
-assert all(0 < c < s for c, s in zip(exchange_cycles, spans, strict=True))   # a part of the softmax's span
-# the FADD2 in the add block: 16 more issue cycles, the block alone no faster without them
+assert sts_bytes == 128 and port_cycles == 256 and path_cycles == 128 and (per_warp[:, :, 0] == path_cycles).all()
+assert abs(exchange_cycles.mean() - exchange_cost(eng)) < 1e-9 and all(0 < c < sp for c, sp in zip(exchange_cycles,
+                                                                                                   spans, strict=True))
+assert alongside[-1] == (["done"], 0) and all(a == (["running"], a[1]) for a in alongside[:-1])
+assert exchange_cycles[-1] == exchange_cycles.min()                  # nothing else on the port: the shortest
+assert 0 < saved < exchange_cycles.mean()
 assert with_fadd2.issue - without_fadd2.issue == 16 and fadd2_cycles >= 0 and set(fadd2_moves) <= set(add_reads)
-# every statement of the exchange's cost names its parameters: the same set in the notebook and the alternatives
+# every statement of the exchange's cost names its parameters
 assert [f"{p['name']} [{p['label']}]" for p in rests] == list(dual.exchange_rests_on) and rests
 assert all(p["label"] in LABELS for p in rests) and {r.name for r in ex_rows} == {p["name"] for p in rests}
 assert sum(p["label"] == "assumed" for p in rests) > len(rests) / 2                  # "mostly assumed"
-assert ex_base == exchange_cost(eng) and ex_rows[0].effect > 0 and ex_rows[0].name == "smem_port_bytes_per_cycle"
-# Q1: no second loop -- 18 straight-line QK MMAs per block cover 2 x 288 = 576 dims
-assert len(mmas) * 16 * 2 == D_Q and len(qk_records) == len(mmas) * run.blocks
-# Q2: it is worth it because the alternatives do not fit
-assert (dual.tmem_columns, dup.tmem_columns) == (464, 576) and dual.fits and not dup.fits
-assert ss.smem_bytes > SMEM_CAPACITY["sm100"] >= dual.smem_bytes and not ss.fits
-assert qk_smem["ss-q-smem"] == 2 * qk_smem["dual-gemm"] == 2 * 18 * 4096
-assert ss.cycles_per_block > dual.cycles_per_block                    # in this model SS is slower per block too
-assert ss.tensor_pipe_busy_per_block > dual.tensor_pipe_busy_per_block
+assert ex_base == exchange_cost(eng) and ex_rows[0].name == "smem_port_bytes_per_cycle" and ex_rows[0].effect > 0
+# the tensor pipe's spans: the closed form from the Program and the parameters is the engine with its own port, for
+# every variant that runs; 18 x 44 + 8 x 80 = 1,432 (dual) vs 36 x 32 + 8 x 80 = 1,792 (second loop)
+assert all(closed == alone for closed, alone, _ in pipe.values())
+assert (pipe["dual-gemm"][0], pipe["ss-q-smem"][0]) == (18 * 44 + 8 * 80, 36 * 32 + 8 * 80) == (1432, 1792)
+assert (max(dual_qk.values()), dual_qk["b_collector"], max(ss_qk.values()), ss_qk["smem_port"]) == (44, 44, 32, 32)
+assert max(pv.values()) == pv["smem_port"] == 80 and 36 * max(dup_qk.values()) > 18 * max(dual_qk.values())
+# Q2: it is worth it because the alternatives do not fit, and the second loop is slower besides
+assert (dual.tmem_columns, dup.tmem_columns) == (464, 576) and dual.fits and not dup.fits and refusal is not None
+assert any(c is None for _, _, c in chunks) and ss.smem_bytes > SMEM_CAPACITY["sm100"] >= dual.smem_bytes
+assert qk_smem["ss-q-smem"] == 2 * qk_smem["dual-gemm"] == 2 * 18 * 4096 and not ss.fits
+assert ss.cycles_per_block > dual.cycles_per_block and ss.tensor_pipe_busy_per_block > dual.tensor_pipe_busy_per_block
 print("all facts of notebook 03 hold")
