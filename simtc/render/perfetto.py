@@ -117,10 +117,13 @@ def _header(engine, clock_ghz) -> tuple[str, dict]:
 
 def chrome_trace(engine, *, clock_ghz: float | None = None) -> dict:
     """The run of ``engine`` (finished or stopped) as a Trace Event Format object (see the module text)."""
+    from simtc.engine.core import gc_paused
+
     _check_size(engine)
     unit, other = _header(engine, clock_ghz)
-    return {"traceEvents": list(trace_events(engine, clock_ghz=clock_ghz)), "displayTimeUnit": unit,
-            "otherData": other}
+    with gc_paused():  # many small dicts, no garbage cycles: the collector would rescan the engine each time
+        events = list(trace_events(engine, clock_ghz=clock_ghz))
+    return {"traceEvents": events, "displayTimeUnit": unit, "otherData": other}
 
 
 def write_chrome_trace(engine, path: str | os.PathLike, *, clock_ghz: float | None = None,
@@ -129,13 +132,15 @@ def write_chrome_trace(engine, path: str | os.PathLike, *, clock_ghz: float | No
     list in memory); returns the number of trace events written (``announce``: say so on stderr). A run over
     :data:`TRACE_EVENT_LIMIT` events is refused before the file is opened; a file that cannot be written is a
     :class:`TraceExportError` naming it."""
+    from simtc.engine.core import gc_paused
+
     _check_size(engine)
     unit, other = _header(engine, clock_ghz)
-    events = trace_events(engine, clock_ghz=clock_ghz)  # built before the file is opened: errors leave no file
+    events = trace_events(engine, clock_ghz=clock_ghz)  # checked before the file is opened: errors leave no file
     encode = json.JSONEncoder(separators=(",", ":")).encode
     n = 0
     try:
-        with open(path, "w", encoding="utf-8") as f:
+        with open(path, "w", encoding="utf-8") as f, gc_paused():
             f.write('{"traceEvents":[')
             for chunk in _chunks(events, 4096):  # a list of events encoded at once (one call into the encoder)
                 f.write(("\n" if n == 0 else ",\n") + encode(chunk)[1:-1])
