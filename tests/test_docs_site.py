@@ -2,7 +2,10 @@
 
 Needs the docs extra (``pip install -e ".[docs]"``: mkdocs, mkdocs-material); skipped, saying so,
 without it. The generated parts are checked against their sources: the command reference against
-the CLI's own parser, the concept pages against the notebooks, the gallery's SVGs as XML.
+the CLI's own parser, the concept pages against the executed notebooks (every picture, table and
+printed line, as the default build includes them), the gallery's SVGs as XML. With Playwright and a
+Chromium present, the concept pages are also opened in a headless browser (docs/scripts/check_site.py):
+every picture visible, nothing cut at the column's edge; skipped, saying so, without them.
 """
 
 from __future__ import annotations
@@ -31,7 +34,7 @@ def site(tmp_path_factory) -> Path:
     env = dict(os.environ, NO_MKDOCS_2_WARNING="1")
     done = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--quiet", "-f",
                            str(ROOT / "mkdocs.yml"), "-d", str(out)], cwd=ROOT, capture_output=True, text=True,
-                          timeout=300, env=env)
+                          timeout=600, env=env)
     assert done.returncode == 0, f"mkdocs build --strict failed:\n{done.stdout}\n{done.stderr}"
     return out
 
@@ -52,7 +55,7 @@ def _commands(parser: argparse.ArgumentParser, path: str = "simtc") -> list[str]
 def test_at_least_ten_pages_and_the_promised_ones(site):
     pages = [p for p in site.rglob("*.html") if p.name != "404.html"]
     assert len(pages) >= 10
-    for name in ("index", "start", "architecture", "fidelity", "cli", "gallery", "smem", "tmem", "numerics",
+    for name in ("index", "start", "architecture", "kernel", "fidelity", "cli", "gallery", "smem", "tmem", "numerics",
                  "engine", "flashmla", "hardware", "sources", "api/simtc.smem", "api/simtc.tmem", "api/simtc.numerics"):
         assert (site / f"{name}.html").exists(), name
 
@@ -190,19 +193,111 @@ def test_architecture_import_table_is_generated(site):
         assert f"<code>{pkg}</code>" in html
 
 
+def _load_script(name: str):
+    spec = importlib.util.spec_from_file_location(f"_simtc_docs_{name}_t", ROOT / "docs" / "scripts" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def test_concept_page_with_outputs_embeds_views_and_text():
-    """SIMTC_DOCS_EXECUTE=1 pages: each code cell is followed by its outputs (rich HTML raw, text fenced)."""
+    """Each code cell is followed by its outputs: rich HTML raw in a frame that scrolls sideways (with the note
+    that says so, marked shown when the picture is wider than the column), text fenced, a widget as the picture it
+    offers with a note."""
     nbformat = pytest.importorskip("nbformat")
-    spec = importlib.util.spec_from_file_location("_simtc_docs_notebooks_t", ROOT / "docs" / "scripts" / "notebooks.py")
-    notebooks = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(notebooks)
+    notebooks = _load_script("notebooks")
     src = notebooks.sources()[0]
     nb = nbformat.reads(notebooks.notebook_json(notebooks.cells_of(src)), as_version=4)
     code = [c for c in nb.cells if c.cell_type == "code"]
+    wide = "x" * (notebooks.FRAME_COLUMNS + 1)
     code[0].outputs = [nbformat.v4.new_output("stream", name="stdout", text="hello 0x4000404000010000\n")]
     code[1].outputs = [nbformat.v4.new_output("display_data", data={"text/html": "<pre>TILE</pre>",
                                                                      "text/plain": "PLAIN-REPR"})]
+    code[2].outputs = [nbformat.v4.new_output("display_data", data={"text/html": f"<pre>{wide}</pre>"})]
+    code[3].outputs = [nbformat.v4.new_output("display_data", data={
+        "application/vnd.jupyter.widget-view+json": {"model_id": "m", "version_major": 2, "version_minor": 0},
+        "text/html": "<pre>STEP 3</pre>", "text/plain": "StepperWidget(...)"})]
     page = notebooks.to_markdown(src, executed=nb)
     assert "```text\nhello 0x4000404000010000\n```" in page
-    assert '<div class="nb-output" markdown="0">\n<pre>TILE</pre>\n</div>' in page and "PLAIN-REPR" not in page
+    assert '<div class="nb-output nb-scroll" markdown="0">\n<pre>TILE</pre>\n</div>' in page
+    assert "PLAIN-REPR" not in page and "StepperWidget(...)" not in page
+    assert f'<div class="nb-output nb-scroll nb-wide" markdown="0">\n<pre>{wide}</pre>\n</div>' in page
+    assert f"This picture is {notebooks.FRAME_COLUMNS + 1} characters wide" in page
+    assert "interactive widget" in page and "<pre>STEP 3</pre>" in page
     assert page.index(code[0].source) < page.index("hello") < page.index(code[1].source) < page.index("TILE")
+    assert "executed when the site was built" in page
+    assert "run it in Jupyter to step through the cells and see every picture" in notebooks.to_markdown(src)
+
+
+def _visible_text(fragment: str) -> str:
+    """An HTML fragment's text as a browser shows it (tags dropped, entities decoded, spaces collapsed)."""
+    import html
+
+    return " ".join(html.unescape(re.sub(r"<[^>]+>", "", fragment)).split())
+
+
+def test_concept_pages_show_every_output_of_the_notebooks(site):
+    """The default build (no environment variable) puts every picture, table and printed line of each executed
+    notebook on its concept page, in a frame that scrolls where the picture is wider than the column."""
+    notebooks = _load_script("notebooks")
+    executed = notebooks.executed_all()  # the cache the build filled
+    total = 0
+    for src, nb in executed.items():
+        page = _text(site / "concepts" / f"{src.stem}.html")
+        text = _visible_text(page)
+        frames = page.count('<div class="nb-output nb-scroll')
+        html_outputs = [o["data"]["text/html"] for c in nb.cells if c.cell_type == "code" for o in c.outputs
+                        if "text/html" in o.get("data", {})]
+        assert frames == len(html_outputs) >= 1, src.stem
+        for out in html_outputs:
+            shown = _visible_text(out)
+            assert shown and shown in text, (src.stem, shown[:80])
+            wide = notebooks.columns(out) > notebooks.FRAME_COLUMNS
+            assert (f"This picture is {notebooks.columns(out)} characters wide" in page) and (
+                not wide or 'nb-scroll nb-wide"' in page)
+        streams = [o["text"] for c in nb.cells if c.cell_type == "code" for o in c.outputs
+                   if o["output_type"] == "stream" and o["text"].strip()]
+        for s in streams:
+            assert " ".join(s.split()) in text, (src.stem, s[:80])
+        assert "executed when the site was built" in text
+        total += len(html_outputs)
+    assert total >= 20
+    # the pictures are rich's: coloured spans, box-drawing tables
+    assert 'style="color:' in _text(site / "concepts" / "02_tensor_memory.html")
+    assert any("│" in _visible_text(_text(p)) for p in (site / "concepts").glob("*.html"))
+    css = _text(site / "stylesheets" / "simtc.css")
+    assert ".nb-output" in css and "overflow-x: auto" in css
+    assert "nb-wide" in _text(site / "javascripts" / "simtc.js")
+
+
+def test_kernel_page_is_built_with_its_tables(site):
+    from simtc.kernels.flashmla.models import V32
+    from simtc.kernels.flashmla.plan import SMEM_V32
+
+    rows = _table_rows(_text(site / "kernel.html"))
+    smem = {r[0]: r[1:3] for r in rows if len(r) == 7 and r[0] in SMEM_V32.names}
+    assert smem == {b.name: (f"{b.offset:,}", f"{b.size:,}") for b in SMEM_V32}
+    barriers = {r[0]: r[2].split(":")[0] for r in rows if len(r) == 7 and r[0] not in SMEM_V32.names}
+    assert {n: str(c) for n, (_a, c) in V32.mbarriers.items() if not n.endswith(("[1]", "[2]", "[3]"))} == {
+        n.replace("[i]", "[0]"): c for n, c in barriers.items() if n not in ("mbarrier", "buffer")}
+    html_text = _visible_text(_text(site / "kernel.html"))
+    assert "9241ae3" in html_text and "plan.bar_q_tma.init(1) kernel.cuh L46" in html_text
+    assert 'href="kernel.html"' in _text(site / "flashmla.html")
+
+
+def test_concept_pages_in_a_headless_browser(site, tmp_path):
+    """Opens every concept page in Chromium (docs/scripts/check_site.py): each notebook picture and text block has
+    a nonzero size and is visible, the content column does not overflow, a picture wider than its frame scrolls and
+    says so; writes a screenshot per page."""
+    check = _load_script("check_site")
+    why = check.missing_requirements()
+    if why:
+        pytest.skip(f"no headless browser check: {why}")
+    problems, measured = check.check_site(site, tmp_path)
+    assert problems == []
+    assert set(measured) == {p.stem for p in (site / "concepts").glob("*.html")}
+    for name, m in measured.items():
+        assert m["outputs"] and all(o["w"] > 0 and o["h"] > 0 for o in m["outputs"]), name
+        assert m["content"]["scrollWidth"] <= m["content"]["clientWidth"] + 1
+        assert (tmp_path / f"{name}.png").stat().st_size > 10_000
+    assert any(o["scrollWidth"] > o["clientWidth"] for m in measured.values() for o in m["outputs"])

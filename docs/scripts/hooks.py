@@ -4,8 +4,10 @@ At build time (``mkdocs build``; configured in ``mkdocs.yml``) this adds, withou
 ``docs/``:
 
 * ``concepts/<notebook>.md`` -- one page per tutorial notebook, from its source in
-  ``notebooks/src/`` (``docs/scripts/notebooks.py``); with ``SIMTC_DOCS_EXECUTE=1`` the notebooks
-  are run and every cell's output is included (slower; off by default);
+  ``notebooks/src/`` (``docs/scripts/notebooks.py``), with every cell's output: the notebooks are
+  executed when the site is built, or taken from the cache of executed notebooks when neither they
+  nor simtc changed (``notebooks.executed_all``); ``SIMTC_DOCS_EXECUTE=0`` leaves the outputs out
+  (a quick draft of the site);
 * ``cli.md`` -- the command reference, from ``simtc.cli.build_parser()`` (``cli_reference.py``);
 * ``api/<package>.md`` -- the API reference, one page per subpackage of ``simtc``, from the
   docstrings and signatures (``api_reference.py``);
@@ -56,14 +58,20 @@ def api_packages() -> list[str]:
     return ["simtc", *(f"simtc.{n}" for n in sorted(set(names)) if not n.startswith("_"))]
 
 
+def _log_info(message: str) -> None:
+    import logging
+
+    logging.getLogger("mkdocs.plugins.simtc").info(message)
+
+
 def generated_pages() -> dict[str, str]:
     """``{path inside the site: Markdown}`` for every generated page."""
     import os
 
     nb = _load("notebooks")
-    run = os.environ.get("SIMTC_DOCS_EXECUTE") == "1"  # include every cell's output (runs the notebooks)
-    pages = {f"concepts/{src.stem}.md": nb.to_markdown(src, executed=nb.execute(src) if run else None)
-             for src in nb.sources()}
+    run = os.environ.get("SIMTC_DOCS_EXECUTE", "1") != "0"  # every cell's output (executed or cached notebooks)
+    done = nb.executed_all(nb.sources(), log=_log_info) if run else {}
+    pages = {f"concepts/{src.stem}.md": nb.to_markdown(src, executed=done.get(src)) for src in nb.sources()}
     pages["cli.md"] = _load("cli_reference").markdown()
     pages["gallery.md"] = _load("gallery").markdown("gallery")
     api = _load("api_reference")
