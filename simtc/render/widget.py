@@ -124,13 +124,15 @@ class StepperWidget:
     """An interactive stepping widget over ``stepper`` (see the module text), starting at step ``start``.
 
     ``timeline``, ``tmem``, ``smem``: the parts of the picture beside the event, warps and barriers; ``width``: the
-    picture's width in characters. The run is completed at once (the slider needs its length).
+    picture's width in characters (115, the width rich gives its views in Jupyter). The run is completed at once
+    (the slider needs its length). Displayed, it offers beside the widget the picture of the step it is at when
+    it is displayed (``text/html``), for pages built without a live kernel.
     """
 
     static = _StaticMethod()
 
     def __init__(self, stepper, *, start: int = 0, timeline: bool = True, tmem: bool = True, smem: bool = True,
-                 width: int = 120):
+                 width: int = 115):
         self.stepper = stepper
         self.timeline, self.tmem, self.smem, self.width = timeline, tmem, smem, width
         self.total = len(stepper)

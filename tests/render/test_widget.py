@@ -6,6 +6,7 @@ from __future__ import annotations
 import html
 import importlib.util
 import json
+import re
 import sys
 
 import pytest
@@ -15,18 +16,25 @@ from simtc.kernels.flashmla.replay import stepper as head64_stepper
 from simtc.kernels.hazards import build
 from simtc.render import widget as widget_module
 from simtc.render.export import to_text
+from simtc.render.timeline import _CURSOR
 from simtc.render.widget import StepperWidget, WidgetError, have_ipywidgets, show_steps
 
 needs_widgets = pytest.mark.skipif(not have_ipywidgets(),
                                    reason="ipywidgets (dev extra) not installed: the interactive controls cannot be "
                                           "built; the model and the static pictures are tested without them")
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+CURSOR_COLOUR = _CURSOR.bgcolor.get_truecolor().hex
 
 
 @pytest.fixture
 def w():
     """The widget over one block of the head64 replay, without the timeline (faster pictures)."""
     return StepperWidget(head64_stepper("v32", 1), timeline=False)
+
+
+def _text_of(page: str) -> str:
+    """The text of an HTML picture, its tags dropped and its whitespace (line breaks of wrapped lines) collapsed."""
+    return " ".join(html.unescape(re.sub(r"<[^>]+>", "", page)).split())
 
 
 def _in_sync(w) -> bool:
@@ -91,13 +99,15 @@ def test_html_shows_the_step_its_ptx_line_and_the_cursor():
         h = w.html()
         e = w.event()
         cycle = 0 if e is None else e.cycle
-        assert f"cursor at step {step} (cycle {cycle})" in h and f"cursor: cycle {cycle}" in h
+        text = _text_of(h)
+        assert f"cursor at step {step} (cycle {cycle})" in text and f"cursor: cycle {cycle}" in text
+        assert f"background-color: {CURSOR_COLOUR}" in h  # the cursor's column across the timeline's rows
         if e is not None:
-            assert f"step {step} of {w.total}" in h
+            assert f"step {step} of {w.total}" in text
             if e.ptx:
-                assert html.escape(e.ptx, quote=False) in h
+                assert " ".join(e.ptx.split()) in text
         else:
-            assert "step 0: before the first event" in h
+            assert "step 0: before the first event" in text
         seen.add(h)
     assert len(seen) == 5  # the picture changes with the step
     assert h.startswith("<pre style=") and h.rstrip().endswith("</pre>") and "<span style=" in h
