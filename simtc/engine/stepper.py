@@ -18,7 +18,7 @@ asynchronous one's (``tcgen05.mma``/``cp``/``ld``/``st``, TMA) at its ``complete
 >>> first = s.forward()
 >>> s.position, first.kind, first.ptx.split()[0]
 (1, 'issue', 'bar.sync')
->>> s.goto(len(s)); s.back(); s.position == len(s) - 1
+>>> _ = s.goto(len(s)); _ = s.back(); s.position == len(s) - 1
 True
 """
 

@@ -10,7 +10,10 @@ One renderable for the terminal (``simtc replay/simulate --step``), Jupyter (the
 >>> from simtc.render.export import to_text
 >>> s = Stepper.for_program(build("hazard/ld-before-commit-fixed"), mode="timing")
 >>> _ = s.goto(3)
->>> "step 3 of" in to_text(StepView(s, timeline=False), width=100)
+>>> "step 3 " in to_text(StepView(s, timeline=False), width=100)
+True
+>>> n = len(s)  # run to the end: the picture then says how many steps there are
+>>> f"step 3 of {n}" in to_text(StepView(s, timeline=False), width=100)
 True
 """
 
