@@ -199,7 +199,11 @@ class Stepper:
                    title=program.name)
 
     # ------------------------------------------------------------------ recording (runs inside engine steps)
-    def _ptx(self, rec) -> str:
+    def _ptx(self, rec, op=None) -> str:
+        """The PTX line of a record as the warp runs it (a named barrier's id can depend on the warp:
+        ``op.arg`` is the compiled ``(id, threads)``)."""
+        if op is not None and op.kind in (k.K_BAR_SYNC, k.K_BAR_ARRIVE):
+            return f"bar.{'sync' if op.kind == k.K_BAR_SYNC else 'arrive'} {op.arg[0]}, {op.arg[1]};"
         p = self._ptx_cache.get(id(rec))
         if p is None:
             p = self._ptx_cache[id(rec)] = rec.ptx()
@@ -235,7 +239,7 @@ class Stepper:
                     nbar_d = (bid, nb.st.state())
         if op is not None:
             rec = op.rec
-            ptx, label = self._ptx(rec), getattr(rec, "label", "") or ""
+            ptx, label = self._ptx(rec, op), getattr(rec, "label", "") or ""
             if op.bar is not None and bar is None:
                 bar = op.bar
             elif op.kind in (k.K_BAR_SYNC, k.K_BAR_ARRIVE) and bar is None:
@@ -440,7 +444,7 @@ class Stepper:
         warps = []
         for w in eng.warps:
             pc, waiting, status = f.warps[(w.role, w.warp)]
-            ptx = self._ptx(w.ops[pc].rec) if pc < len(w.ops) else None
+            ptx = self._ptx(w.ops[pc].rec, w.ops[pc]) if pc < len(w.ops) else None
             label = (getattr(w.ops[pc].rec, "label", "") or "") if pc < len(w.ops) else ""
             warps.append({"role": w.role, "warp": w.warp, "pc": pc, "ptx": ptx, "label": label,
                           "waiting_on": waiting, "status": status})
