@@ -288,16 +288,17 @@ def test_kernel_page_is_built_with_its_tables(site):
 def test_concept_pages_in_a_headless_browser(site, tmp_path):
     """Opens every concept page in Chromium (docs/scripts/check_site.py): each notebook picture and text block has
     a nonzero size and is visible, the content column does not overflow, a picture wider than its frame scrolls and
-    says so; writes a screenshot per page."""
+    says so; writes screenshots of each page's first and widest pictures."""
     check = _load_script("check_site")
     why = check.missing_requirements()
     if why:
         pytest.skip(f"no headless browser check: {why}")
-    problems, measured = check.check_site(site, tmp_path)
+    problems, measured = check.check_site(site, tmp_path, full_page=False)
     assert problems == []
     assert set(measured) == {p.stem for p in (site / "concepts").glob("*.html")}
     for name, m in measured.items():
         assert m["outputs"] and all(o["w"] > 0 and o["h"] > 0 for o in m["outputs"]), name
         assert m["content"]["scrollWidth"] <= m["content"]["clientWidth"] + 1
-        assert (tmp_path / f"{name}.png").stat().st_size > 10_000
+        assert (tmp_path / f"{name}.view.png").stat().st_size > 10_000
+        assert (tmp_path / f"{name}.widest.png").stat().st_size > 1_000
     assert any(o["scrollWidth"] > o["clientWidth"] for m in measured.values() for o in m["outputs"])

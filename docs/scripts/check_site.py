@@ -157,8 +157,9 @@ def problems_of(page: str, m: dict) -> list[str]:
 
 
 def check_site(site: Path, out: Path | None = None, pages: list[str] | None = None,
-               browser: str | None = None) -> tuple[list[str], dict[str, dict]]:
-    """``(problems, {page: measurement})`` for the concept pages of the built ``site``; screenshots to ``out``."""
+               browser: str | None = None, full_page: bool = True) -> tuple[list[str], dict[str, dict]]:
+    """``(problems, {page: measurement})`` for the concept pages of the built ``site``; screenshots to ``out``
+    (``full_page=False``: the first-picture and widest-picture shots only, a few times faster)."""
     from playwright.sync_api import sync_playwright
 
     exe = find_browser(browser)
@@ -183,7 +184,8 @@ def check_site(site: Path, out: Path | None = None, pages: list[str] | None = No
                     measured[name] = m
                     problems += problems_of(name, m)
                     if out is not None:
-                        tab.screenshot(path=str(out / f"{name}.png"), full_page=True)
+                        if full_page:
+                            tab.screenshot(path=str(out / f"{name}.png"), full_page=True)
                         shots = tab.locator(".md-content__inner .nb-output")
                         if shots.count():
                             tab.evaluate("el => window.scrollTo(0, el.getBoundingClientRect().top + window.scrollY"
