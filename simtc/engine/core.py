@@ -155,6 +155,7 @@ class Engine:
         self.token = None
         self._tokens = 0
         self._tmem_cols: dict[int, int] = {}  # allocated column ranges: start -> ncols
+        self._alloc_waiters: list = []  # (event, warp, op, index) of allocations blocked until columns are freed
         self._relinquished = False
         self._wall = 0.0
         self._started = False
@@ -242,8 +243,8 @@ class Engine:
         op = Op(kind, rec)
         op.name = rec.opcode if isinstance(getattr(rec, "opcode", None), str) else cls
         op.per_warp = k.per_warp(kind, rec)
-        op.handler = HANDLERS[kind]
-        op.sync = not rec.is_async and kind not in _NOT_AT_ISSUE
+        op.handler = _alloc_blocking if kind == k.K_ALLOC else HANDLERS[kind]
+        op.sync = not rec.is_async and kind not in _NOT_AT_ISSUE and kind != k.K_ALLOC  # (alloc: when granted)
         key = (rec, warp % 4 if op.per_warp else 0)  # equal records share their footprint
         hit = cache.get(key)
         quad = None
@@ -444,14 +445,16 @@ class Engine:
         return w.last_ev
 
     # ------------------------------------------------------------------ TMEM allocation
-    def allocate(self, op: Op, me) -> None:
-        """``tcgen05.alloc`` / ``dealloc`` / ``relinquish_alloc_permit`` on the allocation table."""
+    def allocate(self, op: Op, me, retry: bool = False) -> bool:
+        """``tcgen05.alloc`` / ``dealloc`` / ``relinquish_alloc_permit`` on the allocation table. An allocation
+        that finds no free columns returns False: the warp blocks until a dealloc frees some (PTX ISA 9.0
+        §9.7.16.7.1: tcgen05.alloc is potentially blocking); one that never can is reported at the deadlock."""
         if op.kind == k.K_RELINQUISH:
             self._relinquished = True
-            return
+            return True
         rec = op.rec
         if op.kind == k.K_ALLOC:
-            if self._relinquished:
+            if self._relinquished and not retry:
                 self.violation("tmem-alloc-after-relinquish", None, me, "tcgen05.alloc after relinquish_alloc_permit")
             n = rec.ncols
             used = sorted(self._tmem_cols.items())
@@ -464,10 +467,7 @@ class Engine:
                     break
                 pos = s + c
             if start is None:
-                self.violation("tmem-alloc-over-512", None, me,
-                               f"tcgen05.alloc of {n} columns with {sum(self._tmem_cols.values())} of "
-                               f"{TMEM_COLUMNS} allocated (on hardware the warp would block)")
-                return
+                return False
             self._tmem_cols[start] = n
         else:
             col = rec.taddr & 0xFFFF
@@ -475,8 +475,13 @@ class Engine:
                 self.violation("tmem-dealloc-unallocated", None, me,
                                f"tcgen05.dealloc of {rec.ncols} columns at column {col}; live allocations: "
                                f"{self._alloc_text()}")
-                return
+                return True
             del self._tmem_cols[col]
+            if self._alloc_waiters:  # every blocked allocation tries again
+                waiters, self._alloc_waiters = self._alloc_waiters, []
+                for evt, *_ in waiters:
+                    evt.succeed(len(self.trace) - 1)
+        return True
 
     def _alloc_text(self) -> str:
         return ", ".join(f"{s}+{c}" for s, c in sorted(self._tmem_cols.items())) or "none"
@@ -486,6 +491,11 @@ class Engine:
         if self._started:
             return
         self._started = True
+        table = tuple(sorted(b.name for b in self.program.barriers if b.kind == "mbarrier"))
+        for o in self.observers:  # the mbarriers the setup code initialised (an observer may not need them)
+            start = getattr(o, "on_start", None)
+            if start is not None:
+                start(0, table)
         for w in self.warps:
             w.proc = self.sched.process(run(self, w))
 
@@ -534,6 +544,10 @@ class Engine:
         for o in self.observers:
             o.on_end(self.sched.now)
         live = [w for w in self.warps if not w.done]
+        for _evt, w, op, i in self._alloc_waiters:
+            self.violation("tmem-alloc-over-512", None, (w.role, w.warp, i),
+                           f"tcgen05.alloc of {op.rec.ncols} columns blocks forever: {self._alloc_text()} of "
+                           f"{TMEM_COLUMNS} columns stay allocated and no dealloc frees them")
         if live:
             self._report_deadlock(live)
         if self._alloc_seen and self._tmem_cols and not live:
@@ -668,7 +682,8 @@ class Engine:
             snap["tmem_writers"] = {f"lanes {r[0]}-{r[1] - 1} cols {r[2]}-{r[3] - 1}": fmt(o, i) for r, (_k, _s, o, i)
                                     in sorted((idx.rect_of[q], w) for q, w in self.checker.tmem_w.items())}
             snap["smem_writers"] = {" ".join(f"[{a}, {b})" for a, b in r): fmt(o, i) for r, (_k, _s, o, i)
-                                    in sorted((idx.ranges_of[q], w) for q, w in self.checker.smem_w.items())}
+                                    in sorted((idx.ranges_of[q], w) for q, w in self.checker.smem_w.items()
+                                              if self.warps[w[2]].ops[w[3]].kind != k.K_ALLOC)}  # (data only)
         if self.cta is not None:
             for name in ("tmem_owner_map", "smem_owner_map"):
                 fn = getattr(self.cta, name, None)
@@ -696,6 +711,24 @@ class Engine:
 
 
 Simulation = Engine
+
+
+def _alloc_blocking(eng: Engine, w: Warp, op: Op, i: int, now: int, ev: int):
+    """``tcgen05.alloc``: one issue cycle when the columns are free; else the warp waits until a dealloc frees
+    enough of them (PTX ISA 9.0 §9.7.16.7.1), trying again after each dealloc."""
+    me = (w.role, w.warp, i)
+    retry = False
+    while not eng.allocate(op, me, retry):
+        retry = True
+        evt = eng.sched.event()
+        eng._alloc_waiters.append((evt, w, op, i))
+        w.block(eng, i, f"tcgen05.alloc {op.rec.ncols} columns ({eng._alloc_text()} allocated)")
+        dep = yield evt
+        w.unblock(eng, i, dep if isinstance(dep, int) and dep >= 0 else w.last_ev)
+    if eng.mode == "semantics":
+        eng.execute(op.rec, w)
+    w.busy += 1
+    yield eng.sched.sleep(1)
 
 
 def _wavefronts(rec) -> int:

@@ -12,7 +12,7 @@ or overwrite is flagged when the issuing warp cannot know the operation it depen
 completed, however the timing happened to fall.
 
 >>> RULES["tmem-read-before-commit"].ref
-'PTX ISA 9.0 §9.7.16.6.4, §9.7.16.12.1'
+'PTX ISA 9.0 §9.7.16.6.2, §9.7.16.6.4, §9.7.16.12.1'
 >>> sorted(RULES) == sorted(set(RULES))
 True
 """
@@ -36,23 +36,38 @@ class Rule:
 _RULES = (
     Rule("tmem-read-before-commit",
          "Tensor Memory read (tcgen05.ld, or an MMA/cp operand) before the completion of the asynchronous "
-         "operation that writes it was observed (tcgen05.commit -> mbarrier wait)",
-         "PTX ISA 9.0 §9.7.16.6.4, §9.7.16.12.1"),
+         "operation that writes it was observed (tcgen05.commit -> mbarrier wait -> "
+         "tcgen05.fence::after_thread_sync); only the pipelined pairs cp -> mma and mma -> mma on the same "
+         "accumulator, shape and kind are ordered by issue alone (within a thread, or across threads through "
+         "fence::before_thread_sync -> sync -> fence::after_thread_sync)",
+         "PTX ISA 9.0 §9.7.16.6.2, §9.7.16.6.4, §9.7.16.12.1"),
     Rule("tmem-overwrite-in-flight",
          "Tensor Memory written while an earlier asynchronous operation that reads or writes it may still be "
-         "in flight (tcgen05.ld not waited, MMA not committed and observed)",
-         "PTX ISA 9.0 §9.7.16.6.4.5"),
+         "in flight (tcgen05.ld not waited with wait::ld, tcgen05.st not waited with wait::st, MMA or cp not "
+         "committed and observed), unless the two form a pipelined pair",
+         "PTX ISA 9.0 §9.7.16.6.2, §9.7.16.6.4"),
     Rule("smem-overwrite-in-flight",
          "shared memory written while an in-flight asynchronous operation (MMA, tcgen05.cp, TMA store) may "
          "still read it",
          "PTX ISA 9.0 §9.7.16.6.4; cp.async.bulk.tensor (completion mechanisms)"),
+    Rule("smem-write-after-read",
+         "shared memory written (st.shared, a TMA load, tcgen05.alloc's address) over bytes another warp read with "
+         "ld.shared or a CUDA-core block, with no happens-before order from that read to this write (no barrier "
+         "or mbarrier chain): the read may return the new data",
+         "PTX ISA 9.0 §8 (memory consistency model: causality order), §9.7.13.15 (mbarrier)"),
+    Rule("smem-write-after-write",
+         "shared memory written while the previous write of the same bytes (a TMA load not observed complete "
+         "through its mbarrier, or another warp's store not ordered by a barrier) may still land: which value "
+         "stays depends on the timing",
+         "PTX ISA 9.0 §8.10.1 (coherence follows causality order), §9.7.13.15 (mbarrier complete-tx)"),
     Rule("smem-read-before-complete",
          "shared memory read before the write that produces it is known complete (TMA complete_tx not "
          "observed through its mbarrier, or a generic store of another warp not ordered by a barrier)",
          "PTX ISA 9.0 §9.7.13.15 (mbarrier complete-tx); memory consistency model (§8)"),
     Rule("missing-proxy-fence",
          "shared memory written through the generic proxy (st.shared) and consumed by the async proxy (MMA, "
-         "tcgen05.cp, TMA store) without fence.proxy.async by the writing warp",
+         "tcgen05.cp, TMA store) without fence.proxy.async between them: by the writer before its release, or by "
+         "the consumer after its acquire",
          "PTX ISA 9.0 §9.7.16.6.5 (fence.proxy.async)"),
     Rule("missing-after-thread-sync-fence",
          "a tcgen05 operation relies on a thread sync (mbarrier wait, bar.sync) without "
@@ -68,8 +83,9 @@ _RULES = (
          "registers written by tcgen05.ld used before tcgen05.wait::ld",
          "PTX ISA 9.0 §9.7.16.8.3, §9.7.16.8.5"),
     Rule("tmem-read-before-wait-st",
-         "Tensor Memory written by tcgen05.st read by an MMA before tcgen05.wait::st",
-         "PTX ISA 9.0 §9.7.16.6.4.5, §9.7.16.8.5"),
+         "Tensor Memory written by tcgen05.st read (a later tcgen05.ld of the same warp, or an MMA) before "
+         "tcgen05.wait::st: st -> ld is not a pipelined pair (tcgen05.st; tcgen05.wait::st; tcgen05.ld)",
+         "PTX ISA 9.0 §9.7.16.6.2, §9.7.16.6.4, §9.7.16.8.5"),
     Rule("lane-quadrant",
          "tcgen05.ld/st by warp w touches lanes outside 32*(w%4) .. 32*(w%4)+31",
          "PTX ISA 9.0 §9.7.16.8.1"),
@@ -80,19 +96,31 @@ _RULES = (
          "more transaction bytes completed on an mbarrier phase than were expected",
          "PTX ISA 9.0 §9.7.13.15"),
     Rule("mbarrier-wrong-parity",
-         "try_wait.parity passed on a phase this warp already consumed (parity not flipped), or on the "
-         "barrier's initial phase while the barrier is a completion barrier (producer's data not yet there)",
-         "PTX ISA 9.0 §9.7.13.15"),
+         "try_wait.parity passed on a phase this warp already consumed while the barrier's next phase depends on "
+         "a signal the warp made after consuming it (parity not flipped: re-waiting a completed phase is "
+         "otherwise legal and carries its knowledge again), or on the barrier's initial phase while the barrier "
+         "is a completion barrier: phase 0 completes without anything the warp did after the wait (producer's "
+         "data not yet there)",
+         "PTX ISA 9.0 §9.7.13.15, §9.7.13.15.16"),
     Rule("mbarrier-uninitialized",
          "an mbarrier used before mbarrier.init",
          "PTX ISA 9.0 §9.7.13.15"),
     Rule("tmem-alloc-over-512",
-         "tcgen05.alloc beyond the 512 columns of Tensor Memory, or a column count that is not a power of "
-         "two >= 32",
+         "tcgen05.alloc that can never be satisfied: the allocation blocks until enough of the 512 columns are "
+         "free, and no tcgen05.dealloc frees them (the warp waits forever)",
          "PTX ISA 9.0 §9.7.16.1.2, §9.7.16.7.1"),
     Rule("tmem-dealloc-unallocated",
          "tcgen05.dealloc of columns that were not allocated",
          "PTX ISA 9.0 §9.7.16.7.1"),
+    Rule("tmem-dealloc-in-flight",
+         "tcgen05.dealloc of columns a TMEM access may still touch: the deallocating warp must know every access "
+         "complete (its own tcgen05.ld/st waited, an MMA/cp committed and observed, another warp's accesses "
+         "published with tcgen05.fence::before_thread_sync -> sync -> fence::after_thread_sync)",
+         "PTX ISA 9.0 §9.7.16.7.1, §9.7.16.6.4"),
+    Rule("tmem-address-read-before-sync",
+         "the TMEM address tcgen05.alloc writes to shared memory read by another warp that no thread sync (bar.sync, "
+         "an mbarrier) orders after the allocation",
+         "PTX ISA 9.0 §9.7.16.7.1, §9.7.16.6.1"),
     Rule("tmem-alloc-after-relinquish",
          "tcgen05.alloc after tcgen05.relinquish_alloc_permit",
          "PTX ISA 9.0 §9.7.16.7.1"),

@@ -11,7 +11,8 @@ from __future__ import annotations
 import itertools
 from typing import Any
 
-__all__ = ["KIND_OF_CLASS", "SMEM_ASYNC_READERS", "FootprintIndex", "Keys", "Op", "Overlaps", "RangeSetOverlaps"]
+__all__ = ["KIND_OF_CLASS", "SMEM_ASYNC_READERS", "SMEM_GENERIC_READERS", "FootprintIndex", "Keys", "Op", "Overlaps",
+           "RangeSetOverlaps"]
 
 (K_SYNC, K_MMA, K_CP, K_COMMIT, K_LD, K_ST, K_WAIT_LD, K_WAIT_ST, K_FENCE_BEFORE, K_FENCE_AFTER, K_INIT, K_ARRIVE,
  K_ARRIVE_TX, K_TRY_WAIT, K_TMA_LOAD, K_TMA_STORE, K_BULK_COMMIT, K_BULK_WAIT, K_BAR_SYNC, K_BAR_ARRIVE,
@@ -32,6 +33,9 @@ KIND_OF_CLASS = {
 """Record class name -> the kind the engine dispatches on."""
 SMEM_ASYNC_READERS = frozenset((K_MMA, K_CP, K_WGMMA, K_TMA_STORE))
 """Records whose shared-memory reads stay in flight after issue (the checker keeps them as readers)."""
+SMEM_GENERIC_READERS = frozenset((K_LD_SHARED, K_CUDA))
+"""Records that read shared memory through the generic proxy (the checker keeps them as readers a later write of
+another warp must be ordered after)."""
 
 
 def per_warp(kind: int, rec) -> bool:
@@ -78,6 +82,8 @@ class FootprintIndex:
         # those no record writes / reads asynchronously: their lookups always miss)
         self.range_over_w = Subset(range_over, {q for op in ops for q in op.smem_w})
         self.range_over_r = Subset(range_over, {q for op in ops if op.kind in SMEM_ASYNC_READERS
+                                                for q in op.smem_r})
+        self.range_over_g = Subset(range_over, {q for op in ops if op.kind in SMEM_GENERIC_READERS
                                                 for q in op.smem_r})
 
 

@@ -29,8 +29,8 @@ def _digest(engine: Engine) -> str:
 PINNED = {
     "flashmla-qk": "9572a7f685900ee9",
     "qk-loop-20": "19e9cae3b0a703ec",
-    "hazard-catalogue": "2259e59c1b674cc7",
-    "hazard-catalogue-2": "75ac467a32efd7e7",
+    "hazard-catalogue": "173de3ca6712f0bb",
+    "hazard-catalogue-2": "50e35de193ef66ea",
 }
 
 _FIRST = ("alloc-after-relinquish", "alloc-over-512", "deadlock-missing-arrive", "deadlock-named-barrier",
