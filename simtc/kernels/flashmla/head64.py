@@ -81,8 +81,8 @@ from simtc.smem.desc import SmemDescriptor
 from simtc.smem.layout import CanonicalLayout
 
 __all__ = ["KNOWN_RACES", "MUTATIONS", "PV_IDESC", "ROLE_WARPS", "S_LAYOUT", "Head64Builder", "KnownRace", "builder",
-           "head64_program", "known_race_records", "mutate", "per_block_counts", "ring_state", "role_counts",
-           "setup_records", "split_known_races"]
+           "head64_program", "is_known_race", "known_race_records", "mutate", "per_block_counts", "ring_state",
+           "role_counts", "setup_records", "split_known_races"]
 
 ROLE_WARPS = {"softmax": (0, 1, 2, 3), "mma": (4,), "raw": (5,), "rope": (6,), "index": (7,),
               "dequant": (8, 9, 10, 11)}
@@ -661,6 +661,17 @@ def known_race_records(program: Program) -> list[tuple[KnownRace, int, int]]:
         if len(idx) == 2:
             out.append((race, idx[0], idx[1]))
     return out
+
+
+def is_known_race(program: Program):
+    """A predicate over :class:`simtc.engine.hazards.Hazard`: whether the hazard is a known race of the kernel in
+    ``program`` (for :func:`simtc.engine.schedules.explore`'s ``known``)."""
+    known = {(race.rule, race.role, a, b) for race, a, b in known_race_records(program)}
+
+    def test(h) -> bool:
+        f, g = h.first, h.second
+        return bool(f and g and f[0] == g[0] and (h.rule, f[0], f[2], g[2]) in known)
+    return test
 
 
 def split_known_races(program: Program, hazards: Sequence[dict]) -> tuple[list[dict], list[dict]]:
