@@ -78,8 +78,11 @@ def test_tables_are_the_model(kp, page):
 
     for b in V32.smem:
         assert f"| `{b.name}` | {b.offset:,} | {b.size:,} |" in page, b.name
-    for name in {re.sub(r"\[\d+\]", "[i]", n) for n in V32.mbarriers}:
-        assert f"| `{name}` |" in page, name
+    for name, (addr, count) in V32.mbarriers.items():
+        key, n = re.sub(r"\[\d+\]", "[i]", name), sum(1 for m in V32.mbarriers if m.startswith(name.split("[")[0]))
+        if name.endswith("[0]") or "[" not in name:
+            assert (f"| `{key}` (×{n}) | {count} |" if n > 1 else f"| `{key}` | {count} |") in page, name
+            assert f"* `{key}` (at {addr:,}" in page, name
     for name, (hw, threads) in NAMED_BARRIERS.items():
         assert f"| `{name}` | {hw} | {threads} |" in page
     for role, warps in ROLE_WARPS.items():
@@ -87,7 +90,8 @@ def test_tables_are_the_model(kp, page):
         assert f"| `{role}` | {w} |" in page
     for r in V32.tmem:
         assert f"| `{r.name}` | {r.lanes[0]}–{r.lanes[1]} | {r.columns[0]}–{r.columns[1]} |" in page
-    assert "| `valid_coord_scale_free[i]` | 4 | 258: `plan.bar_valid_coord_scale_free[i].init(128+128+1+1)`" in page
+    assert "| `valid_coord_scale_free[i]` (×4) | 258 |" in page
+    assert "`plan.bar_valid_coord_scale_free[i].init(128+128+1+1)` kernel.cuh L59" in page
     assert "| 32,768 |" in page and "| 73,728 |" in page and "| 8,192 |" in page  # transaction bytes
     assert "<!-- generated:" not in page
 

@@ -501,57 +501,73 @@ def constants_table() -> str:
 
 
 def roles_table() -> str:
-    rows = [f"| `{role}` | {w} | {t} | {what} | {recs} | {src}; registers: {reg} |"
-            for role, w, t, reg, what, recs, src in roles_rows()]
-    return "\n".join(["| role | warps | threads | what it does | records per block (the Program) | source |",
-                      "|---|---|---|---|---|---|", *rows])
+    rows, notes = [], []
+    for role, w, t, reg, what, recs, src in roles_rows():
+        regs = re.search(r"<(\d+)>", reg).group(1)
+        rows.append(f"| `{role}` | {w} | {t} | {regs} | {recs} |")
+        notes.append(f"* `{role}` — {what}. Source: {src}; registers: {reg}.")
+    return "\n".join(["| role | warps | threads | registers per thread | records per block (the Program) |",
+                      "|---|---|---|---|---|", *rows, "", *notes])
 
 
-_OP_TEXT = {"arrive": "arrive", "expect_tx": "arrive + expect_tx", "complete_tx": "TMA completes bytes",
+_OP_TEXT = {"arrive": "arrive", "expect_tx": "arrive + expect_tx", "complete_tx": "TMA bytes",
             "commit": "`tcgen05.commit`", "wait": "wait"}
 
 
+def _phase(quote: str) -> str:
+    return "phase ^ 1" if quote.endswith("^1)") else "per request" if "batch_rel" in quote else "phase"
+
+
 def mbarrier_table() -> str:
-    out = ["| mbarrier | how many | count (`init`) | transaction bytes | arrive / complete | waited on by | "
-           "offset of the first |", "|---|---|---|---|---|---|---|"]
+    out = ["| mbarrier (buffers) | count | transaction bytes | arrive / complete | waited on by (parity) |",
+           "|---|---|---|---|---|"]
+    notes = []
     for r in mbarrier_rows():
-        init = next((q, ln) for op, _r, q, ln in r["sites"] if op == "init")
         by: dict[tuple[str, str], list] = {}
         for op, role, q, ln in r["sites"]:
-            if op != "init":
-                by.setdefault((op, role), []).append((q, ln))
-        cells = {"arrive": [], "wait": []}
-        for (op, role), sites in by.items():
-            quotes = "; ".join(f"`{q}` {cite('kernel.cuh', *lns)}" for q, lns in _merge(sites))
-            cells["wait" if op == "wait" else "arrive"].append(f"{role} ({_OP_TEXT[op]}): {quotes}")
+            by.setdefault((op, role), []).append((q, ln))
+        arrive = ", ".join(f"{role} ({_OP_TEXT[op]})" for (op, role) in by if op not in ("init", "wait"))
+        wait = ", ".join(f"{role} ({_phase(sites[0][0])})" for (op, role), sites in by.items() if op == "wait")
         tx = f"{r['tx']:,}" if r["tx"] else "—"
-        out.append(f"| `{r['name']}` | {r['n']} | {r['count']}: `{init[0]}` {cite('kernel.cuh', init[1])} | {tx} | "
-                   f"{'<br>'.join(cells['arrive'])} | {'<br>'.join(cells['wait'])} | {r['addr']:,} |")
-    return "\n".join(out)
+        name = f"`{r['name']}` (×{r['n']})" if r["n"] > 1 else f"`{r['name']}`"
+        out.append(f"| {name} | {r['count']} | {tx} | {arrive} | {wait} |")
+        parts = [f"{'init' if op == 'init' else f'{role} ({_OP_TEXT[op]})'}: " + "; ".join(
+            f"`{q}` {cite('kernel.cuh', *lns)}" for q, lns in _merge(sites)) for (op, role), sites in by.items()]
+        at = f"at {r['addr']:,}" + (", 8 B apart" if r["n"] > 1 else "")
+        notes.append(f"* `{r['name']}` ({at}) — " + "; ".join(parts) + ".")
+    return "\n".join([*out, "", "Where each lies in shared memory, and where it is initialised, arrived on and "
+                      "waited for:", "", *notes])
 
 
 def named_table() -> str:
-    rows = [f"| `{n}` | {hw} | {t} | {val} | {use} | {who} |" for n, hw, t, val, use, who in named_rows()]
-    return "\n".join(["| named barrier | hardware id | threads | value | used at | roles in the Program |",
-                      "|---|---|---|---|---|---|", *rows])
+    rows, notes = [], []
+    for n, hw, t, val, use, who in named_rows():
+        rows.append(f"| `{n}` | {hw} | {t} | {who} |")
+        notes.append(f"* `{n}` — value: {val}; used at: {use}.")
+    return "\n".join(["| named barrier | hardware id | threads | roles in the Program |", "|---|---|---|---|", *rows,
+                      "", *notes])
 
 
 def tmem_table() -> str:
-    rows = [f"| `{n}` | {lanes} | {cols} | {_cell(desc)} | {src} |" for n, lanes, cols, desc, src in tmem_rows()]
-    return "\n".join(["| region | lanes | columns | holds (the model's `TMEM_V32`) | source |", "|---|---|---|---|---|",
-                      *rows])
+    rows, notes = [], []
+    for n, lanes, cols, desc, src in tmem_rows():
+        rows.append(f"| `{n}` | {lanes} | {cols} | {_cell(desc)} |")
+        notes.append(f"* `{n}` — {src}.")
+    return "\n".join(["| region | lanes | columns | holds (the model's `TMEM_V32`) |", "|---|---|---|---|", *rows, "",
+                      *notes])
 
 
 def smem_table() -> str:
     from simtc.kernels.flashmla.plan import SMEM_V32
 
-    rows = [f"| `{n}` | {off:,} | {size:,} | {_cell(un)} | {_cell(note)} | `{formula}` | {src} |"
-            for n, off, size, un, note, formula, src in smem_rows()]
-    return "\n".join(["| buffer | offset (B) | size (B) | shares bytes with | note | size | source |",
-                      "|---|---|---|---|---|---|---|", *rows, "",
-                      f"Total: {SMEM_V32.total:,} B (`sizeof(SharedMemoryPlan)`, `constexpr size_t smem_size = "
-                      f"sizeof(SharedMemoryPlan)` kernel.cuh L954), under the 227 KiB a block may use "
-                      f"(`static_assert(smem_size < 227*1024)` kernel.cuh L955)."])
+    rows, notes = [], []
+    for n, off, size, un, note, formula, src in smem_rows():
+        rows.append(f"| `{n}` | {off:,} | {size:,} | {_cell(un)} | {_cell(note)} |")
+        notes.append(f"* `{n}` — {src}; size `{formula}`.")
+    return "\n".join(["| buffer | offset (B) | size (B) | shares bytes with | note |", "|---|---|---|---|---|", *rows,
+                      "", f"Total: {SMEM_V32.total:,} B (`constexpr size_t smem_size = sizeof(SharedMemoryPlan)` "
+                      "kernel.cuh L954), under the 227 KiB a block may use (`static_assert(smem_size < 227*1024)` "
+                      "kernel.cuh L955). Each member's declaration:", "", *notes])
 
 
 GENERATED = {"kernel_constants": constants_table, "kernel_roles": roles_table, "kernel_mbarriers": mbarrier_table,
