@@ -277,8 +277,8 @@ def test_kernel_page_is_built_with_its_tables(site):
     rows = _table_rows(_text(site / "kernel.html"))
     smem = {r[0]: r[1:3] for r in rows if len(r) == 5 and r[0] in SMEM_V32.names}
     assert smem == {b.name: (f"{b.offset:,}", f"{b.size:,}") for b in SMEM_V32}
-    barriers = {r[0].split(" (×")[0].replace("[i]", "[0]"): r[1] for r in rows
-                if len(r) == 5 and r[0] not in SMEM_V32.names and r[0] not in ("buffer", "mbarrier (buffers)")}
+    barriers = {r[0].split(" (×")[0].replace("[i]", "[0]"): r[1] for r in rows if len(r) == 5}
+    barriers = {n: c for n, c in barriers.items() if n in V32.mbarriers}
     assert barriers == {n: str(c) for n, (_a, c) in V32.mbarriers.items() if not n.endswith(("[1]", "[2]", "[3]"))}
     html_text = _visible_text(_text(site / "kernel.html"))
     assert "9241ae3" in html_text and "plan.bar_q_tma.init(1) kernel.cuh L46" in html_text
