@@ -225,10 +225,23 @@ def executed_all(srcs: list[Path] | None = None, jobs: int | None = None, log=No
             if failed:
                 raise SimtcError("notebooks failed while the site was built:\n" + "\n\n".join(failed),
                                  rule="the site's concept pages are the executed notebooks")
+        for src in missing:
+            _prune(src)
     if log is not None:
         log(f"notebooks: {len(srcs) - len(missing)} from the cache, {len(missing)} executed "
             f"({time.perf_counter() - t0:.1f} s; {cache_dir()})")
     return {src: nbformat.read(paths[src], as_version=4) for src in srcs}
+
+
+CACHE_KEEP = 3
+"""Executed copies kept per notebook (the newest): a few trees built in turn all find theirs."""
+
+
+def _prune(src: Path) -> None:
+    """Forget all but the :data:`CACHE_KEEP` newest executed copies of ``src``."""
+    old = sorted(cache_dir().glob(f"{src.stem}-*.ipynb"), key=lambda p: p.stat().st_mtime, reverse=True)
+    for p in old[CACHE_KEEP:]:
+        p.unlink(missing_ok=True)
 
 
 def _execute_one(src: Path, out: Path) -> None:
