@@ -4,12 +4,13 @@ Every rule names where it comes from. Section numbers are those of the PTX ISA 9
 (https://docs.nvidia.com/cuda/parallel-thread-execution/: §9.7.16 = tcgen05, §9.7.13.15 = mbarrier).
 
 The checker is a happens-before analysis over the simulated run, not a pattern match: every
-warp carries what it *knows* to have completed (a vector clock over the asynchronous operations
-of each issuing warp), arrivals and barrier phases carry that knowledge to the waiters, and a
-``tcgen05`` operation may only rely on knowledge that crossed the thread sync between
-``tcgen05.fence::before_thread_sync`` and ``tcgen05.fence::after_thread_sync``. A read, write
-or overwrite is flagged when the issuing warp cannot know the operation it depends on has
-completed, however the timing happened to fall.
+warp carries what it *knows* to have happened (a vector clock over every warp's operations),
+arrivals, barrier phases and named barriers carry that knowledge to the waiters (transitively),
+a ``tcgen05`` operation may only rely on knowledge that crossed the thread sync between
+``tcgen05.fence::before_thread_sync`` and ``tcgen05.fence::after_thread_sync``, and a thread's own
+asynchronous tcgen05 operations are ordered by issue only as the pipelined pairs of §9.7.16.6.2
+(``cp -> mma``, ``mma -> mma`` on one accumulator). Two conflicting accesses that no such order
+relates are flagged, however the timing happened to fall.
 
 >>> RULES["tmem-read-before-commit"].ref
 'PTX ISA 9.0 §9.7.16.6.2, §9.7.16.6.4, §9.7.16.12.1'
