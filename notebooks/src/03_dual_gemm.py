@@ -11,7 +11,8 @@
 #
 # **Running it.** Install simtc with its `notebooks` extra as the README says (`pip install -e ".[notebooks]"`:
 # JupyterLab and ipywidgets), open this notebook (`jupyter lab notebooks/03_dual_gemm.ipynb`) and *Run All*: it
-# takes about ten seconds and ends by asserting what it teaches. Section 3 ends with a widget to step through the kernel yourself.
+# takes about ten seconds and ends by asserting what it teaches. Section 3 ends with a widget to step through the
+# kernel yourself.
 #
 # **Sources.** The quotations of FlashMLA are from `deepseek-ai/FlashMLA` at commit `9241ae3`, with file and lines
 # (for example https://github.com/deepseek-ai/FlashMLA/blob/9241ae3/csrc/sm100/decode/head64/config.h). Tags as in

@@ -1,9 +1,6 @@
 """The hazard catalogue (simtc.kernels.hazards) as a whole: every seeded bug flagged with its rule (or by a deadlock)
 under 1 and 16 schedules, every correct twin and every tricky correct program clean; every entry cites a PTX
 section, round-trips through the Program JSON format and runs from a JSON file and by name through the CLI.
-
-``PENDING_CHECKER`` names the entries the checker does not get right yet, with what each needs: their tests are
-strict xfails, so each one that starts to pass fails until it leaves the list.
 """
 
 from __future__ import annotations
@@ -18,46 +15,9 @@ from simtc.engine.schedules import explore
 from simtc.isa.program import Program
 from simtc.kernels.hazards import BUGS, CORRECT, EXPECTED, REFS, REGISTRY_ENTRIES, WHAT, build, names
 
-PENDING_CHECKER = {
-    # entry: what the checker needs (the rule the bug must be flagged with, or the false positive to drop)
-    "hazard/addr-read-unsynchronised": "tmem-address-read-before-sync: tcgen05.alloc's write of the address to "
-                                       "shared memory, read by another warp with no thread sync after the alloc",
-    "hazard/dealloc-ld-in-flight": "tmem-dealloc-in-flight: a dealloc of columns whose tcgen05.ld is not waited",
-    "hazard/dealloc-unsynchronised": "tmem-dealloc-in-flight: a dealloc of columns other warps read, not ordered "
-                                     "after their wait::ld -> fence::before_thread_sync -> arrive",
-    "hazard/init-without-sync": "mbarrier-uninitialized: an mbarrier.init not ordered before another warp's use "
-                                "by a thread sync (today only an arrival earlier in time is flagged)",
-    "hazard/ld-wrong-parity": "mbarrier-wrong-parity: a wait that passes on the fresh barrier's phantom phase of a "
-                              "barrier whose phases a producer completes",
-    "hazard/proxy-fence-after-arrive": "missing-proxy-fence: fence.proxy.async must come between the st.shared and "
-                                       "the writer's release, not after it (today: checked at the time of the read)",
-    "hazard/smem-war-tma-refill": "smem-write-after-read: ld.shared readers not ordered before a TMA write",
-    "hazard/smem-waw-tma": "smem-write-after-write: st.shared over bytes an in-flight TMA load writes",
-    "hazard/st-ld-no-wait-st": "tmem-read-before-wait-st: one warp's tcgen05.ld of cells its tcgen05.st wrote, "
-                               "before tcgen05.wait::st (same warp: not a pipelined pair)",
-    "hazard/ok-alloc-blocks-until-freed": "the engine flags tmem-alloc-over-512 (and the dealloc that follows) where "
-                                          "tcgen05.alloc blocks until columns are freed",
-    "hazard/ok-consumer-proxy-fence": "missing-proxy-fence false positive: a fence.proxy.async by the reader after "
-                                      "its acquire orders the generic writes too",
-    "hazard/ok-cp-mma-cross-thread": "tmem-read-before-commit false positive: cp -> mma is pipelined across threads "
-                                     "once the cp's issue crosses fence::before -> sync -> fence::after",
-    "hazard/ok-rewait-completed-phase": "mbarrier-wrong-parity false positive: waiting again on a phase that has "
-                                        "completed, with nothing released in between, is legal",
-}
-"""Catalogue entries the checker gets wrong today: name -> what it needs (strict xfail until it does)."""
-
-NEW_RULES = {"tmem-address-read-before-sync", "tmem-dealloc-in-flight", "smem-write-after-read",
-             "smem-write-after-write"}
-"""Rules the catalogue expects that :data:`simtc.engine.hazards.RULES` does not define yet (strict xfail)."""
-
 BUG_NAMES = sorted(BUGS)
 CLEAN_NAMES = sorted(n for n in EXPECTED if EXPECTED[n] is None)
 _PTX_REF = re.compile(r"^PTX ISA 9\.0 §9\.7\.\d+(\.\d+)*")
-
-
-def _params(items):
-    return [pytest.param(n, marks=pytest.mark.xfail(strict=True, reason=PENDING_CHECKER[n]))
-            if n in PENDING_CHECKER else n for n in items]
 
 
 def _shows(run: dict, rule: str) -> bool:
@@ -70,7 +30,6 @@ def test_the_catalogue_has_at_least_30_bugs_each_with_a_twin_and_tricky_correct_
     assert all(EXPECTED[f"{n}-fixed"] is None for n in BUG_NAMES)
     assert set(EXPECTED) == {*BUG_NAMES, *(f"{n}-fixed" for n in BUG_NAMES), *CORRECT} == set(names())
     assert len(CORRECT) >= 7 and all(n.startswith("hazard/ok-") and EXPECTED[n] is None for n in CORRECT)
-    assert set(PENDING_CHECKER) <= set(EXPECTED)
     # every class of the catalogue is there: TMEM, shared memory, mbarriers, named barriers, deadlocks
     rules = {EXPECTED[n] for n in BUG_NAMES}
     assert {"tmem-read-before-commit", "tmem-dealloc-in-flight", "smem-write-after-write", "smem-write-after-read",
@@ -89,15 +48,13 @@ def test_every_entry_cites_a_ptx_section_and_says_what_it_shows(name):
     assert ref in build(name).description       # the citation travels with the Program (and its JSON)
 
 
-@pytest.mark.parametrize("rule", [
-    pytest.param(r, marks=pytest.mark.xfail(strict=True, reason="a rule the checker does not define yet"))
-    if r in NEW_RULES else r for r in sorted({r for r in EXPECTED.values() if r is not None})])
+@pytest.mark.parametrize("rule", sorted({r for r in EXPECTED.values() if r is not None}))
 def test_every_expected_rule_is_a_checker_rule(rule):
     assert rule in RULES and RULES[rule].ref.startswith("PTX ISA")
 
 
 # ---- bugs flagged, twins and correct programs clean, under 1 and 16 schedules ------------------------------------
-@pytest.mark.parametrize("name", _params(BUG_NAMES))
+@pytest.mark.parametrize("name", BUG_NAMES)
 def test_each_bug_is_flagged_with_its_rule_under_1_and_16_schedules(name):
     rule = EXPECTED[name]
     prog = build(name)
@@ -109,7 +66,7 @@ def test_each_bug_is_flagged_with_its_rule_under_1_and_16_schedules(name):
     assert many.first_failing == many.runs[0]
 
 
-@pytest.mark.parametrize("name", _params(CLEAN_NAMES))
+@pytest.mark.parametrize("name", CLEAN_NAMES)
 def test_each_twin_and_correct_program_is_clean_under_1_and_16_schedules(name):
     prog = build(name)
     assert explore(prog, 1).first_failing is None
@@ -148,7 +105,7 @@ def _verdict_ok(name: str, rc: int, report: dict) -> bool:
     return rc == 1 and all(_shows(r, rule) for r in report["runs"])
 
 
-@pytest.mark.parametrize("name", _params(names()))
+@pytest.mark.parametrize("name", names())
 def test_each_entry_round_trips_through_a_json_file_and_simulates_from_it(name, tmp_path, capsys):
     prog = build(name)
     path = tmp_path / f"{name.replace('/', '_')}.json"
@@ -166,7 +123,7 @@ _SAMPLE = ["hazard/ld-before-commit", "hazard/ld-before-commit-fixed", "hazard/d
            "hazard/ok-cp-mma-cross-thread", "hazard/ok-tma-store-two-warps"]
 
 
-@pytest.mark.parametrize("name", _params(_SAMPLE))
+@pytest.mark.parametrize("name", _SAMPLE)
 def test_simulate_by_name_under_16_schedules(name, capsys):
     rc, report = _simulate(capsys, name)
     assert _verdict_ok(name, rc, report), (name, rc, report["first_failing"])

@@ -10,22 +10,6 @@ from simtc.engine.hazards import RULES
 from simtc.kernels.hazards import EXPECTED, build, names
 
 
-def _pending_checker() -> set[str]:
-    """The catalogue entries tests/engine/test_catalogue.py lists in PENDING_CHECKER (the checker does not get them
-    right yet; that file holds them as strict xfails)."""
-    import importlib.util
-    from pathlib import Path
-
-    spec = importlib.util.spec_from_file_location("_simtc_test_catalogue_pending",
-                                                  Path(__file__).with_name("test_catalogue.py"))
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return set(mod.PENDING_CHECKER)
-
-
-PENDING = _pending_checker()
-
-
 # ---- mbarrier (PTX ISA 9.0 §9.7.13.15) ------------------------------------------------------------
 def test_fresh_barrier_parity():
     b = MBarrierState("b", count=1)
@@ -75,12 +59,12 @@ def test_catalogue_size_and_rules():
     bugs = {n: r for n, r in EXPECTED.items() if r is not None}
     assert len(bugs) >= 10
     assert len(set(bugs.values())) >= 6 and "deadlock" in bugs.values()
-    assert all(r in RULES for n, r in bugs.items() if n not in PENDING)
+    assert all(r in RULES for n, r in bugs.items())
     assert all(f"{n}-fixed" in EXPECTED and EXPECTED[f"{n}-fixed"] is None for n in bugs)
     assert names() == sorted(EXPECTED)
 
 
-@pytest.mark.parametrize("name", sorted(n for n, r in EXPECTED.items() if r is not None and n not in PENDING))
+@pytest.mark.parametrize("name", sorted(n for n, r in EXPECTED.items() if r is not None))
 def test_seeded_bug_is_flagged_with_its_rule(name):
     e = Engine(build(name)).run()
     rules = {h.rule for h in e.hazards}
@@ -90,7 +74,7 @@ def test_seeded_bug_is_flagged_with_its_rule(name):
         assert h.second is not None or h.first is not None or h.rule == "tmem-not-deallocated"
 
 
-@pytest.mark.parametrize("name", sorted(n for n, r in EXPECTED.items() if r is None and n not in PENDING))
+@pytest.mark.parametrize("name", sorted(n for n, r in EXPECTED.items() if r is None))
 def test_fixed_twin_is_clean(name):
     e = Engine(build(name)).run()
     assert e.clean, [str(h) for h in e.hazards]

@@ -285,17 +285,10 @@ def test_the_l1_moves_flashmlas_sm90_kernel():
 
 # ---- the hazard checker is an observer: it can run on a recorded run ------------------------------------------
 def _hazard_programs():
-    """The catalogue's seeded bugs (those the checker flags today: not in test_catalogue.py's PENDING_CHECKER)."""
-    import importlib.util
-    from pathlib import Path
-
+    """The catalogue's seeded bugs."""
     from simtc.kernels.hazards import EXPECTED
 
-    spec = importlib.util.spec_from_file_location("_simtc_test_catalogue_pending",
-                                                  Path(__file__).with_name("test_catalogue.py"))
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return sorted(n for n, r in EXPECTED.items() if r is not None and n not in mod.PENDING_CHECKER)
+    return sorted(n for n, r in EXPECTED.items() if r is not None)
 
 
 @pytest.mark.parametrize("name", _hazard_programs())

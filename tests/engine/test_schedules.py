@@ -12,28 +12,10 @@ from simtc.engine.schedules import explore, perturbed
 from simtc.kernels.hazards import EXPECTED, build
 
 
-def _pending_checker() -> set[str]:
-    """The catalogue entries tests/engine/test_catalogue.py lists in PENDING_CHECKER (the checker does not get them
-    right yet; that file holds them as strict xfails)."""
-    import importlib.util
-    from pathlib import Path
-
-    spec = importlib.util.spec_from_file_location("_simtc_test_catalogue_pending",
-                                                  Path(__file__).with_name("test_catalogue.py"))
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return set(mod.PENDING_CHECKER)
-
-
-PENDING = _pending_checker()
-
-
 @pytest.mark.parametrize("n", [1, 16])
 def test_the_catalogue_under_many_schedules(n):
     """Every seeded bug flagged with its rule in some schedule, every twin clean in all of them."""
     for name, rule in sorted(EXPECTED.items()):
-        if name in PENDING:
-            continue
         r = explore(build(name), n)
         if rule is None:
             assert r.first_failing is None, (name, r.first_failing)
