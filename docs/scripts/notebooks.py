@@ -230,7 +230,12 @@ def executed_all(srcs: list[Path] | None = None, jobs: int | None = None, log=No
     if log is not None:
         log(f"notebooks: {len(srcs) - len(missing)} from the cache, {len(missing)} executed "
             f"({time.perf_counter() - t0:.1f} s; {cache_dir()})")
-    return {src: nbformat.read(paths[src], as_version=4) for src in srcs}
+    out = {}
+    for src in srcs:
+        nb = nbformat.read(paths[src], as_version=4)
+        nb.metadata["simtc_executed"] = paths[src].name  # the cache entry the page was made from
+        out[src] = nb
+    return out
 
 
 CACHE_KEEP = 3
@@ -317,6 +322,8 @@ def to_markdown(path: Path, notebook_url: str | None = None, *, executed=None) -
     for i, (kind, body) in enumerate(cells_of(path)):
         if kind == "markdown":
             parts.append(body)
+            if i == 0 and executed is not None and executed.metadata.get("simtc_executed"):
+                parts.append(f"<!-- simtc-executed: {executed.metadata['simtc_executed']} -->")
             if i == 0:
                 name = target(path).name
                 where = f"[`{name}`]({notebook_url})" if notebook_url else f"`notebooks/{name}`"
