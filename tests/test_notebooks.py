@@ -2,8 +2,8 @@
 
 Each notebook in ``notebooks/`` is generated from its percent-format source in ``notebooks/src/``
 by ``docs/scripts/notebooks.py`` and stored without outputs. The kernel is this interpreter
-(a kernelspec written to a temporary ``JUPYTER_PATH``), so the test needs no user-level Jupyter
-setup: nbclient and ipykernel come with the dev extra.
+(a kernelspec written to a temporary ``JUPYTER_PATH`` by that script), so the test needs no user-level
+Jupyter setup: nbclient and ipykernel come with the dev extra.
 """
 
 from __future__ import annotations
@@ -23,25 +23,6 @@ SCRIPT = ROOT / "docs" / "scripts" / "notebooks.py"
 HAVE_JUPYTER = all(importlib.util.find_spec(m) is not None for m in ("nbclient", "nbformat", "ipykernel"))
 needs_jupyter = pytest.mark.skipif(not HAVE_JUPYTER,
                                    reason="nbclient, nbformat and ipykernel (dev extra) not installed")
-
-
-@pytest.fixture(scope="module")
-def kernel_env(tmp_path_factory):
-    """A ``python3`` kernelspec that runs this interpreter, first on JUPYTER_PATH; quiet, isolated dirs."""
-    base = tmp_path_factory.mktemp("jupyter")
-    spec = base / "kernels" / "python3"
-    spec.mkdir(parents=True)
-    (spec / "kernel.json").write_text(json.dumps({
-        "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
-        "display_name": "Python 3 (simtc tests)", "language": "python"}))
-    env = {"JUPYTER_PATH": str(base), "JUPYTER_PLATFORM_DIRS": "1", "IPYTHONDIR": str(base / "ipython"),
-           "JUPYTER_RUNTIME_DIR": str(base / "runtime"), "JUPYTER_CONFIG_DIR": str(base / "config"),
-           "MPLBACKEND": "Agg", "COLUMNS": "120"}
-    mp = pytest.MonkeyPatch()
-    for k, v in env.items():
-        mp.setenv(k, v)
-    yield base
-    mp.undo()
 
 
 def test_there_are_notebooks_for_every_source():
@@ -66,15 +47,21 @@ def test_notebook_is_stored_without_outputs_and_ends_with_assertions(path):
     assert last.count("assert ") >= 3, "the last cell asserts the facts the notebook teaches"
 
 
+@pytest.fixture(scope="session")
+def executed():
+    """Every notebook executed in a fresh kernel (``docs/scripts/notebooks.py``'s ``executed_all``: in parallel,
+    each in its own kernel, kept in the cache the docs build reads too, keyed by the notebook, simtc's code and
+    the package versions -- so a suite that also builds the site runs each notebook once)."""
+    spec = importlib.util.spec_from_file_location("_simtc_docs_notebooks", SCRIPT)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return {src.stem: nb for src, nb in mod.executed_all().items()}
+
+
 @needs_jupyter
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
-def test_notebook_executes(path, kernel_env, tmp_path):
-    import nbformat
-    from nbclient import NotebookClient
-
-    nb = nbformat.read(path, as_version=4)
-    client = NotebookClient(nb, kernel_name="python3", timeout=120, resources={"metadata": {"path": str(tmp_path)}})
-    client.execute()
+def test_notebook_executes(path, executed):
+    nb = executed[path.stem]
     code = [c for c in nb.cells if c.cell_type == "code"]
     assert all(c.execution_count for c in code)
     errors = [o for c in code for o in c.outputs if o.output_type == "error"]

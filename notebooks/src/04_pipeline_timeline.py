@@ -5,7 +5,7 @@
 # moves on, and the result is there only once a completion mechanism says so (a `tcgen05.commit`
 # arriving on an mbarrier, `tcgen05.wait::ld`, a TMA's complete-tx). FlashMLA's head64 kernel keeps
 # six warp roles busy with this machinery, synchronised by 25 mbarriers and four named barriers (FlashMLA
-# `csrc/sm100/decode/head64/kernel.cuh` lines 134-747 for the roles, `config.h` lines 187-195 and 22-28 for the
+# `csrc/sm100/decode/head64/kernel.cuh` lines 134-747 for the roles, `config.h` lines 187-193 and 22-28 for the
 # barriers, at commit `9241ae3`). This notebook runs one KV block of it on simtc's engine and asks:
 #
 # 1. what does one block's timeline look like (the Gantt view)?
