@@ -19,8 +19,8 @@ notebook 03, *Run > Run All Cells*, and step through the 18 dual-GEMM instructio
    the picture's Tensor Memory part is redrawn; then *go* with *role mma* chosen until ``QK k=15`` completes: P
    (lanes 0-127, columns 400-463) has that instruction as its last writer; then *back*, and a step typed into the
    slider's readout;
-5. notebook 04: *Run All Cells*, the same checks of the saved file, and a few presses of *next*, *next completion*
-   and *back*.
+5. notebook 04: *Run All Cells*, the same checks of the saved file, a few presses of *next*, *next completion*
+   and *back*, and the slider's handle moved with the keyboard (one step) and dragged with the mouse.
 
 Screenshots (``--screenshots DIR``, default a new temporary directory that is kept) of notebook 03's widget at the
 first QK instruction, after the first press, after the 18th instruction and after its completion (each twice: the
@@ -341,12 +341,18 @@ class Page:
         self.page.wait_for_function(_DONE, timeout=self.timeout, polling=1000)
         return time.monotonic() - t0
 
-    def save(self) -> None:
+    def save(self, path: Path) -> None:
+        """Save the notebook (Ctrl+S, as a user would) and wait until the file at ``path`` is rewritten and the
+        tab no longer shows unsaved changes."""
+        before = path.stat().st_mtime_ns
         self.panel.locator(".jp-Notebook").first.click(position={"x": 5, "y": 5})
         self.page.keyboard.press("Escape")
         self.page.keyboard.press("Control+s")
-        self.page.wait_for_function("() => !document.querySelector('.jp-mod-current.jp-mod-dirty, "
-                                    ".lm-TabBar-tab.jp-mod-current.jp-mod-dirty')", timeout=self.timeout)
+        deadline = time.monotonic() + self.timeout / 1000
+        while path.stat().st_mtime_ns == before and time.monotonic() < deadline:
+            time.sleep(0.2)
+        self.page.wait_for_function("() => !document.querySelector('.lm-TabBar-tab.jp-mod-current.jp-mod-dirty')",
+                                    timeout=self.timeout)
 
     def dom_errors(self) -> list[str]:
         return self.page.evaluate("""() => [...document.querySelectorAll(
@@ -474,7 +480,7 @@ def _saved(lab: JupyterLab, name: str) -> dict:
 def _run_notebook(tab: Page, name: str, problems: list[str]) -> dict:
     rep = {"open_s": tab.open(name)}
     rep["run_s"] = tab.run_all()
-    tab.save()
+    tab.save(tab.lab.root / f"{name}.ipynb")
     rep.update(_saved(tab.lab, name))
     rep["dom_errors"] = tab.dom_errors()
     if rep["errors"] or rep["dom_errors"]:
