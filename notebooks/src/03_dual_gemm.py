@@ -505,8 +505,10 @@ show_steps(s, [(done[0].step, "the first QK instruction completes: P written in 
 # %% [markdown]
 # **Step yourself.** The widget drives the same stepper, placed at block 0's first QK issue (the cells above and
 # below ask for steps by number, so moving it changes nothing they show). Drag the slider over every event of the
-# run, or press **next MMA** to go to the next `tcgen05.mma` issue (17 presses walk the dual GEMM, 8 more the PV),
-# **next completion** to the next barrier phase, or pick a role or barrier in *next event of* and press **go**. The
+# run, or press **next MMA** to go to the next `tcgen05.mma` issue (17 presses walk the dual GEMM, 8 more the PV).
+# The 18 issues come a cycle or so apart and an MMA writes TMEM only when it completes, so to watch P fill press
+# **MMA lands** (the next MMA completion: 18 presses, `QK RoPE k=0` to `QK k=15`, the TMEM map recoloured each time).
+# **next completion** goes to the next barrier phase; or pick a role or barrier in *next event of* and press **go**. The
 # picture below the controls is the `StepView` of the current step, with the whole run's timeline and a cursor at its
 # cycle. (Where no live kernel runs — the documentation site — the cell shows the picture of its first step, and
 # `StepperWidget.static(steps=[...])` draws chosen steps, as above.)

@@ -1,7 +1,8 @@
 """Step through a run in Jupyter: a slider, buttons and the picture of the current step, updated on every move.
 
 :class:`StepperWidget` puts a :class:`simtc.engine.stepper.Stepper` behind a few controls -- a slider over the
-steps (0 .. the number of events), back / next, the next barrier completion, the next MMA issue, and a jump to
+steps (0 .. the number of events), back / next, the next barrier completion, the next MMA issue, the next MMA
+completion (when its D lands in TMEM), and a jump to
 the next event of a chosen role or barrier -- and shows, after every move, the :class:`~simtc.render.step.StepView`
 of the step: the event with its PTX line, what it read and wrote and whom it released, the warps, the barriers,
 Tensor Memory coloured by last writer, the shared-memory buffers, and the whole run's timeline with a cursor at
@@ -192,15 +193,20 @@ class StepperWidget:
         """Go to the next barrier completion (an mbarrier phase, a named barrier's release)."""
         return self.to_next(kind="phase")
 
-    def next_mma(self):
-        """Go to the next MMA issue (``tcgen05.mma`` or ``wgmma.mma_async``); None and no move when there is none."""
-        found = [n for op in MMA_OPCODES if (n := self.stepper.find(opcode=op, kind="issue")) is not None]
+    def next_mma(self, kind: str = "issue"):
+        """Go to the next MMA issue (``tcgen05.mma`` or ``wgmma.mma_async``; ``kind="complete"``: the next MMA
+        that completes, when its result lands in TMEM); None and no move when there is none."""
+        found = [n for op in MMA_OPCODES if (n := self.stepper.find(opcode=op, kind=kind)) is not None]
         if not found:
-            self._moved("no further MMA issue")
+            self._moved("no further MMA " + ("issue" if kind == "issue" else "completion"))
             return None
         self.stepper.goto(min(found))
         self._moved("")
         return self.stepper.event()
+
+    def next_mma_lands(self):
+        """Go to the next MMA completion: the step at which its D lands in TMEM (the TMEM picture changes)."""
+        return self.next_mma("complete")
 
     def view(self) -> StepView:
         """The picture of the current step (a rich renderable)."""
@@ -243,6 +249,7 @@ class StepperWidget:
             "completion": W.Button(description="next completion", tooltip="the next barrier completion "
                                    "(an mbarrier phase, a named barrier's release)"),
             "mma": W.Button(description="next MMA", tooltip="the next tcgen05.mma / wgmma.mma_async issue"),
+            "lands": W.Button(description="MMA lands", tooltip="the next MMA completion: its D lands in TMEM"),
         }
         target = W.Dropdown(options=[(name, i) for i, (name, _) in enumerate(self.targets())],
                             description="next event of", style={"description_width": "initial"})
@@ -254,6 +261,7 @@ class StepperWidget:
         buttons["next"].on_click(lambda _b: self.next())
         buttons["completion"].on_click(lambda _b: self.next_completion())
         buttons["mma"].on_click(lambda _b: self.next_mma())
+        buttons["lands"].on_click(lambda _b: self.next_mma_lands())
         jump.on_click(lambda _b: self.to_next(**self.targets()[target.value][1]))
         self.slider = slider
         self._controls = {**buttons, "target": target, "jump": jump, "status": status, "picture": picture}
@@ -277,11 +285,12 @@ class StepperWidget:
         self._controls["picture"].value = self.html()
 
     def click(self, name: str) -> None:
-        """Press a control by name (``back``, ``next``, ``completion``, ``mma``, ``jump``), as a user would."""
+        """Press a control by name (``back``, ``next``, ``completion``, ``mma``, ``lands``, ``jump``), as a user
+        would."""
         if self.widget is None:
             raise WidgetError("ipywidgets is not installed: no controls to press", rule="the controls need ipywidgets")
-        if name not in ("back", "next", "completion", "mma", "jump"):
-            raise WidgetError(f"no control {name!r}; the controls are back, next, completion, mma, jump",
+        if name not in ("back", "next", "completion", "mma", "lands", "jump"):
+            raise WidgetError(f"no control {name!r}; the controls are back, next, completion, mma, lands, jump",
                               rule="StepperWidget controls")
         self._controls[name].click()
 

@@ -248,3 +248,24 @@ def test_executed_notebook_keeps_the_widget_and_the_pictures(tmp_path, monkeypat
     assert f"step {sliders[0]['value']} of" in pictures[0]
     static = next(o for o in second if o.output_type == "execute_result")["data"]["text/html"]
     assert "step 1 " in static and "step 3 " in static
+
+
+def test_mma_lands_shows_p_fill_one_completion_at_a_time(w):
+    """From block 0's first QK issue, 18 "MMA lands" reach the 18 QK completions in the kernel's order (RoPE first),
+    and after each the TMEM picture's P columns are last written by that instruction."""
+    first = w.stepper.find(opcode="tcgen05.mma", kind="issue", start=0)
+    w.goto(first)
+    labels, pictures = [], set()
+    for _ in range(18):
+        e = w.next_mma_lands()
+        assert e.kind == "complete" and e.ptx.startswith("tcgen05.mma")
+        labels.append(e.label)
+        st = w.stepper.state()
+        assert st.tmem_writer[0, 400] == e.step and st.tmem_writer[127, 463] == e.step  # P: lanes 0-127, cols 400-463
+        pictures.add(w.html())
+    assert labels == ["QK RoPE k=0", "QK RoPE k=1", *(f"QK k={k}" for k in range(16))]
+    assert len(pictures) == 18  # the picture changed at every press
+    if have_ipywidgets():
+        w.goto(first)
+        w.click("lands")
+        assert w.event().label == "QK RoPE k=0" and w.event().kind == "complete" and _in_sync(w)
