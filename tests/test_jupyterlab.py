@@ -85,6 +85,14 @@ def test_go_role_mma_watches_p_fill_until_the_18th_completes(lab):
     assert r["typed"] == (first_step, first_step, "QK RoPE k=0")            # a step typed into the slider's box
 
 
+def test_mma_lands_watches_p_fill_one_completion_per_press(lab):
+    _, report, _ = lab
+    lands = report["03_dual_gemm"]["lands"]
+    labels = ["QK RoPE k=0", "QK RoPE k=1", *(f"QK k={k}" for k in range(16))]
+    assert [label for label, _, _ in lands] == labels and {kind for _, kind, _ in lands} == {"complete"}
+    assert all(writer.endswith(" " + label) for label, _, writer in lands)  # P's picture follows every press
+
+
 def test_notebook_04_widget_moves(lab):
     _, report, _ = lab
     moves = {label: (a, b) for label, a, b, _ in report["04_pipeline_timeline"]["moves"]}

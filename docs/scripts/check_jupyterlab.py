@@ -563,6 +563,17 @@ def check_03(tab: Page, problems: list[str]) -> dict:
         problems.append(f"{name}: typing step {walk[0]['step']} into the slider gave step {typed['step']} "
                         f"({typed['label']})")
     _same_step(name, "after typing a step", typed, problems)
+    # "MMA lands": from the first QK issue, each press reaches the next MMA completion and P's writer follows it
+    lands = [typed]
+    for i in range(1, 19):
+        lands.append(tab.press(box, "MMA lands", lands[-1]))
+        _same_step(name, f"after press {i} of MMA lands", lands[-1], problems)
+    rep["lands"] = [(s["label"], s["kind"], p_writer(s["tmem_map"])) for s in lands[1:]]
+    if [x[0] for x in rep["lands"]] != QK_LABELS or any(k != "complete" for _, k, _ in rep["lands"]):
+        problems.append(f"{name}: MMA lands walked {rep['lands']}, not the 18 QK completions")
+    if not all((w or "").endswith(" " + label) for label, _, w in rep["lands"]):
+        problems.append(f"{name}: after MMA lands P's last writer did not follow: {rep['lands']}")
+    rep["shots"] += [str(p) for p in tab.shoot(box, "03-lands-18th")]
     return rep
 
 
