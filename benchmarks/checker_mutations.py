@@ -103,6 +103,26 @@ HARMLESS: dict[tuple[str, str, str, str, str], str] = {
         "pair barrier (rowwise_max_buf), both passed by its partner before the partner's block-i+1 writes; S "
         "(which aliases p_exchange_buf) is ordered through so_ready -> qk_done. In the kernel (kernel.cuh line 161 "
         "at 9241ae3) it also orders the previous request's li exchange reads (line 311) before the next writes",
+    # -- a tcgen05.wait::ld whose load only feeds registers (PTX ISA 9.0 §9.7.16.6.4.5: an intra-thread register
+    # dependency on tcgen05.ld is respected without the wait; the wait is needed only before a write, dealloc or
+    # release of the cells the load reads)
+    ("softmax", "delete", "WaitLd", "after P columns 432-463", "last"):
+        "the last block's P loads: their registers are used in order without the wait (a register dependency, PTX "
+        "ISA 9.0 §9.7.16.6.4.5), and nothing writes, frees or takes P's columns before another wait::ld: the QK MMA "
+        "that would overwrite P belongs to a block past the request's end, the so_ready release hands the MMA thread "
+        "only the PV MMA (O and shared-memory S, not P's columns), and the epilogue's first O-chunk wait::ld waits "
+        "for every earlier tcgen05.ld of the thread (PTX ISA 9.0 §9.7.16.8.5)",
+    **{("softmax", "delete", "WaitLd", f"after O chunk {c}", "last"):
+       f"the epilogue's O chunk {c} load: the scale and bf16 conversion read its registers in order without the "
+       "wait (a register dependency, PTX ISA 9.0 §9.7.16.6.4.5); every PV MMA completed before the epilogue "
+       "(sv_done), so nothing writes or frees O's columns before the next chunk's wait::ld, which waits for every "
+       "earlier tcgen05.ld of the thread (PTX ISA 9.0 §9.7.16.8.5)" for c in range(3)},
+    ("softmax", "delete", "WaitLd", "after O chunk 3", "last"):
+        "the epilogue's last O load: the scale and bf16 conversion read its registers in order without the wait (a "
+        "register dependency, PTX ISA 9.0 §9.7.16.6.4.5), and the one-request Program ends with no write, dealloc or "
+        "release of O's columns after it. In the kernel the teardown follows (everyone_sync, then warp 0's "
+        "tcgen05.dealloc of the 512 columns, kernel.cuh line 425 at 9241ae3), which the Program leaves out "
+        "(simtc.kernels.flashmla.head64, modelling decisions): there this wait::ld orders the load before the dealloc",
     ("softmax", "delete", "FenceBeforeThreadSync", "after WaitLd", "last"):
         "the last block's fence after the P readback publishes the loads for the next QK MMA that overwrites P; "
         "after the last block no MMA writes P",
@@ -116,6 +136,8 @@ def _site(rec, prev) -> str:
         return bar.split("[")[0]
     if getattr(rec, "label", ""):
         return rec.label
+    if isinstance(rec, (WaitLd, WaitSt)) and getattr(prev, "label", ""):
+        return f"after {prev.label}"  # the wait named by the load (store) it follows
     pbar = getattr(prev, "bar", None)
     if isinstance(pbar, str):
         return f"after {pbar.split('[')[0]}"

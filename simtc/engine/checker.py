@@ -31,7 +31,13 @@ What a warp knows (PTX ISA 9.0 §9.7.16.6, tcgen05 memory consistency; §8, the 
 * a thread's own asynchronous tcgen05 operations are ordered only where PTX says so (§9.7.16.6.2): ``cp -> mma``
   and ``mma -> mma`` on the same accumulator, shape and kind are pipelined (issue order suffices, across threads
   too once the issue is published with the fences); everything else waits (``wait::ld``, ``wait::st``, or a
-  commit observed through its mbarrier): ``tcgen05.st; tcgen05.wait::st; tcgen05.ld``.
+  commit observed through its mbarrier): ``tcgen05.st; tcgen05.wait::st; tcgen05.ld``;
+* a use of a ``tcgen05.ld``'s destination registers needs no ``wait::ld``: an intra-thread true register dependency
+  is respected without any other synchronisation (§9.7.16.6.4.5, register dependencies, same thread; the engine's
+  scoreboard holds the use until the load completes). It orders nothing else, so it is no knowledge here: a later
+  write of the cells the load reads (the thread's own ``tcgen05.st``, MMA or ``cp``, or another thread's after a
+  release, since ``fence::before_thread_sync`` publishes only waited loads) and their ``tcgen05.dealloc`` still
+  need ``wait::ld`` (``tmem-overwrite-in-flight``, ``tmem-dealloc-in-flight``).
 
 A warp knows that its ``wgmma.mma_async`` (and their shared-memory operand reads) completed once a
 ``wgmma.wait_group`` has retired their commit group.
@@ -96,8 +102,8 @@ def _join(dst: dict, src: dict) -> None:
 class _Knows:
     """What one warp knows, and its own sequence counters."""
 
-    __slots__ = ("bulk_groups", "bulk_seq", "consumed", "ev", "gen_seq", "ld_seq", "pend", "pub", "regs_pending",
-                 "st_seq", "tc", "tc_seq", "tma_seq", "vc", "wg_groups")
+    __slots__ = ("bulk_groups", "bulk_seq", "consumed", "ev", "gen_seq", "ld_seq", "pend", "pub", "st_seq", "tc",
+                 "tc_seq", "tma_seq", "vc", "wg_groups")
 
     def __init__(self):
         self.vc: dict = {}
@@ -105,7 +111,6 @@ class _Knows:
         self.pend: dict = {}
         self.pub: dict = {}
         self.tc_seq = self.ld_seq = self.st_seq = self.gen_seq = self.bulk_seq = self.ev = 0
-        self.regs_pending: dict[str, int] = {}
         self.consumed: dict[str, tuple[int, int, int]] = {}  # bar -> (phase observed, own signals then, record)
         self.tma_seq: dict[str, int] = {}
         self.bulk_groups: list[int] = []
@@ -435,12 +440,6 @@ class HazardChecker:
         self._now = cycle
         k = self.knows[w.idx]
         me = (w.role, w.warp, i)
-        if op.regs_r and k.regs_pending:
-            for reg in op.regs_r:
-                s = k.regs_pending.get(reg)
-                if s is not None and k.vc.get((LD, w.idx), 0) < s:
-                    self._hazard("ld-regs-before-wait", me, me,
-                                 f"register {reg} written by a tcgen05.ld not yet waited (wait::ld)")
         if op.quad_bad:
             self._hazard("lane-quadrant", None, me, op.quad_bad)
         kind = op.kind
@@ -486,8 +485,6 @@ class HazardChecker:
                 self._smem_add_reader(w, i, op.smem_r, (GEN, w.idx), k.gen_seq, self.smem_g)
             if op.smem_w:
                 self._smem_write(w, i, op.smem_w, (GEN, w.idx), k.gen_seq)
-            for reg in op.regs_w:
-                k.regs_pending.pop(reg, None)
         elif kind in (K_BAR_SYNC, K_BAR_ARRIVE):
             k.ev += 1
             k.vc[(GEN, w.idx)] = k.gen_seq
@@ -501,8 +498,6 @@ class HazardChecker:
             k.ld_seq += 1
             self._tmem_read(w, i, op, op.tmem_r, False)
             self._tmem_add_reader(w, i, op.tmem_r, (LD, w.idx), k.ld_seq)
-            for reg in op.regs_w:
-                k.regs_pending[reg] = k.ld_seq
             self._check_alloc(op, me)
         elif kind == K_ST:
             k.st_seq += 1
@@ -525,8 +520,6 @@ class HazardChecker:
         elif kind in (K_WAIT_LD, K_WAIT_ST):
             key = (LD, w.idx) if kind == K_WAIT_LD else (ST, w.idx)
             k.vc[key] = k.tc[key] = k.ld_seq if kind == K_WAIT_LD else k.st_seq
-            if kind == K_WAIT_LD:
-                k.regs_pending.clear()
         elif kind == K_COMMIT:  # tracks the thread's earlier tensor ops, implies fence::before_thread_sync
             k.ev += 1  # (PTX ISA 9.0 §9.7.16.12.1)
             _join(k.pub, k.tc)

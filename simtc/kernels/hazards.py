@@ -6,9 +6,10 @@ checker rule (:data:`simtc.engine.hazards.RULES`) it must be flagged with, or ``
 PTX section it breaks. ``hazard/<name>-fixed`` is the same Program with the bug repaired and runs clean.
 ``hazard/ok-<name>`` (:data:`CORRECT`) are correct programs a checker easily gets wrong -- pipelined pairs with no
 wait, ordering relayed through a second barrier, a fence on the consumer side, a phase waited twice, an allocation
-that blocks -- and must run clean too. The scenes follow the sequences of PTX ISA 9.0 §9.7.16.6.4 (canonical
-synchronization patterns): an MMA thread (warp 4) and an epilogue warpgroup (warps 0-3) sharing an accumulator, a
-producer writing shared memory, TMA loads and stores on mbarriers and bulk groups, named barriers between warps.
+that blocks, the registers of a tcgen05.ld used before tcgen05.wait::ld -- and must run clean too. The scenes
+follow the sequences of PTX ISA 9.0 §9.7.16.6.4 (canonical synchronization patterns): an MMA thread (warp 4) and an
+epilogue warpgroup (warps 0-3) sharing an accumulator, a producer writing shared memory, TMA loads and stores on
+mbarriers and bulk groups, named barriers between warps.
 
 >>> sorted(EXPECTED)[:2]
 ['hazard/addr-read-unsynchronised', 'hazard/addr-read-unsynchronised-fixed']
@@ -264,6 +265,24 @@ def _st_ld_scene(name: str, *, wait_st_first=True):
                        description="tcgen05.st -> tcgen05.wait::st -> tcgen05.ld (PTX ISA 9.0 §9.7.16.6.4.2)")
 
 
+# ---- scene 7b: an in-place rescale of TMEM (tcgen05.ld -> scale -> tcgen05.st of the same cells) ---------
+def _rescale_scene(name: str, *, wait_ld_first=True):
+    """One warp scales its O rows in TMEM in place (FlashMLA's lazy O rescale, kernel.cuh L268-291 at 9241ae3, its
+    chunk's tcgen05.ld at L278): the scale reads the tcgen05.ld's registers (a register dependency, respected
+    without a wait, PTX ISA 9.0 §9.7.16.6.4.5), but the tcgen05.st over the cells the load reads needs
+    tcgen05.wait::ld between them."""
+    isa = _isa()
+    rec = [isa.Alloc(32, _ADDR), _regs("o", "O"), isa.St(0, "32x32b", 32, "o", label="O to TMEM"), isa.WaitSt(),
+           isa.Ld(0, "32x32b", 32, "o_old", label="O rows of this warp")]
+    scale = isa.CudaCoreBlock("O *= scale", (("FMUL", 32),), regs_read=("o_old",), regs_written=("o_new",))
+    st = isa.St(0, "32x32b", 32, "o_new", label="scaled O back")
+    rec += [isa.WaitLd(), scale, st] if wait_ld_first else [scale, st, isa.WaitLd()]
+    rec += [isa.WaitSt(), isa.Dealloc(0, 32)]
+    return isa.Program(name, (isa.Role("epilogue", (0,), tuple(rec)),),
+                       description="tcgen05.ld -> tcgen05.wait::ld -> scale -> tcgen05.st of the same cells "
+                                   "(PTX ISA 9.0 §9.7.16.6.4.5)")
+
+
 # ---- scene 8: an epilogue warpgroup stages O in shared memory; a TMA store writes it out --------------
 def _tma_store_scene(name: str, *, proxy_fence=True, store_after_bar=True, two_rounds=False):
     """Each warp writes its 512 B of O with st.shared, fence.proxy.async, bar.sync; warp 0 issues the TMA store
@@ -448,8 +467,10 @@ _CATALOGUE: dict[str, tuple[str, Callable, dict, dict, str, str]] = {
     "missing-after-fence": ("missing-after-thread-sync-fence", _epilogue_scene, {"after": False}, {},
                             "the consumer reads TMEM after the mbarrier wait without tcgen05.fence::after_thread_sync",
                             f"{_PTX} §9.7.16.6.3, §9.7.16.6.4.4"),
-    "ld-regs-before-wait": ("ld-regs-before-wait", _epilogue_scene, {"wait_ld": False}, {},
-                            "registers of a tcgen05.ld used before tcgen05.wait::ld", f"{_PTX} §9.7.16.8.3"),
+    "ld-st-no-wait-ld": ("tmem-overwrite-in-flight", _rescale_scene, {"wait_ld_first": False}, {},
+                         "an in-place rescale: one warp's tcgen05.st overwrites the cells its tcgen05.ld may still "
+                         "be reading (the register dependency ld -> scale -> st orders no memory access; wait::ld "
+                         "after the st)", f"{_PTX} §9.7.16.6.4.5"),
     "overwrite-before-ld-done": ("tmem-overwrite-in-flight", _epilogue_scene,
                                  {"early_arrive": True, "second_mma": True}, {"second_mma": True},
                                  "the reader frees P before its tcgen05.ld completes; the next MMA overwrites P",
@@ -560,6 +581,11 @@ _CORRECT: dict[str, tuple[Callable, dict, str, str]] = {
     "rewait-completed-phase": (_epilogue_scene, {"rewait": True},
                                "the epilogue waits the same completed phase of mma_done twice before two tcgen05.ld",
                                f"{_PTX} §9.7.13.15.16"),
+    "ld-register-dependency": (_epilogue_scene, {"wait_ld": False, "second_mma": True},
+                               "the epilogue uses the registers of its tcgen05.ld right after it, with "
+                               "tcgen05.wait::ld only before fence::before_thread_sync and the release to the MMA "
+                               "that overwrites D (an intra-thread register dependency needs no wait)",
+                               f"{_PTX} §9.7.16.6.4.5"),
     "alloc-blocks-until-freed": (_blocking_alloc_scene, {},
                                  "a tcgen05.alloc that finds no free columns blocks until another warp's dealloc",
                                  f"{_PTX} §9.7.16.7.1, §9.7.16.1.2"),

@@ -87,6 +87,77 @@ def test_cp_then_mma_is_pipelined_but_mma_then_cp_is_not():
     assert rules(_one_warp([mma(a=128), cp])) == {"tmem-overwrite-in-flight"}   # cp overwrites what the MMA reads
 
 
+# ---- a register dependency on tcgen05.ld (§9.7.16.6.4.5): respected without wait::ld, orders no memory access -----
+def scale(src: str, dst: str) -> isa.CudaCoreBlock:
+    return isa.CudaCoreBlock("scale", (("FMUL", 32),), regs_read=(src,), regs_written=(dst,))
+
+
+def test_the_registers_of_a_tcgen05_ld_may_be_used_before_wait_ld():
+    assert "ld-regs-before-wait" not in RULES
+    ld = isa.Ld(0, "32x32b", 32, "t")
+    assert rules(_one_warp([ld, use("t"), isa.WaitLd()])) == set()
+    assert rules(_one_warp([ld, use("t"), scale("t_max", "u"), isa.WaitLd()])) == set()   # a chain of uses
+    # the use orders nothing about the load's TMEM read: with no wait::ld at all, the dealloc frees cells in flight
+    assert rules(_one_warp([ld, use("t")])) == {"tmem-dealloc-in-flight"}
+
+
+def test_a_write_of_the_cells_after_a_register_dependency_still_needs_wait_ld():
+    """ld -> scale -> st of the same cells (FlashMLA's O rescale without its wait::ld): the st's source registers
+    depend on the ld, which orders no TMEM access (the anti-dependency needs wait::ld); so does an MMA or a cp that
+    writes the cells."""
+    ld, st = isa.Ld(0, "32x32b", 32, "t"), isa.St(0, "32x32b", 32, "s")
+    assert rules(_one_warp([ld, scale("t", "s"), st, isa.WaitSt(), isa.WaitLd()])) == {"tmem-overwrite-in-flight"}
+    assert rules(_one_warp([ld, isa.WaitLd(), scale("t", "s"), st, isa.WaitSt()])) == set()
+    assert rules(_one_warp([ld, use("t"), mma(), isa.WaitLd()])) == {"tmem-overwrite-in-flight"}   # D over the cells
+    assert rules(_one_warp([ld, use("t"), isa.WaitLd(), mma()])) == set()
+    ld_a = isa.Ld(128, "32x32b", 8, "a")
+    assert rules(_one_warp([ld_a, use("a"), isa.Cp(128, smem(A)), isa.WaitLd()])) == {"tmem-overwrite-in-flight"}
+    assert rules(_one_warp([ld_a, use("a"), isa.WaitLd(), isa.Cp(128, smem(A))])) == set()
+
+
+def test_a_dealloc_after_a_register_dependency_still_needs_wait_ld():
+    main = [isa.Alloc(64, ADDR), mma(), isa.Commit("done"), isa.MbarrierTryWait("done", 0),
+            isa.FenceAfterThreadSync(), isa.Ld(0, "32x32b", 32, "p"), use("p")]
+    assert rules(program(("w", (0,), [*main, isa.Dealloc(0, 64), isa.WaitLd()]), bars=[("done", 1)])) == {
+        "tmem-dealloc-in-flight"}
+    assert rules(program(("w", (0,), [*main, isa.WaitLd(), isa.Dealloc(0, 64)]), bars=[("done", 1)])) == set()
+
+
+def _release(wait_ld: str):
+    """The epilogue uses its tcgen05.ld's registers at once and releases the accumulator to the MMA thread
+    (fence::before_thread_sync -> arrive), which overwrites it. ``wait_ld``: "before" the fence, "after" the arrive,
+    or "none"."""
+    epi = [isa.BarSync(1, 64), isa.MbarrierTryWait("done", 0), isa.FenceAfterThreadSync(),
+           isa.Ld(0, "32x32b", 32, "p"), use("p"), *([isa.WaitLd()] if wait_ld == "before" else []),
+           isa.FenceBeforeThreadSync(), isa.MbarrierArrive("epi_done"), *([isa.WaitLd()] if wait_ld == "after" else [])]
+    mma_ = [isa.Alloc(128, ADDR), isa.FenceBeforeThreadSync(), isa.BarSync(1, 64), isa.FenceAfterThreadSync(), mma(),
+            isa.Commit("done"), isa.MbarrierTryWait("epi_done", 0), isa.FenceAfterThreadSync(), mma(),
+            isa.Commit("done"), isa.MbarrierTryWait("done", 1), isa.FenceAfterThreadSync(), isa.Dealloc(0, 128)]
+    return program(("epilogue", (0,), epi), ("mma", (4,), mma_), bars=[("done", 1), ("epi_done", 32)])
+
+
+def test_a_release_after_a_register_dependency_still_needs_wait_ld():
+    """fence::before_thread_sync publishes only the loads the warp waited: without wait::ld before it, the MMA
+    thread's next MMA overwrites D while the epilogue's load may still read it (and its dealloc frees them)."""
+    assert rules(_release("before"), 16) == set()
+    assert rules(_release("after"), 16) == {"tmem-overwrite-in-flight", "tmem-dealloc-in-flight"}
+    assert rules(_release("none"), 16) == {"tmem-overwrite-in-flight", "tmem-dealloc-in-flight"}
+
+
+def test_a_use_of_the_registers_issues_after_the_tcgen05_ld_completes():
+    """The engine's scoreboard: a record reading the load's destination registers waits until the load completes
+    (no wait::ld between them); a record that reads none of them issues at once."""
+    ld = isa.Ld(0, "32x32b", 32, "t")
+    other = isa.CudaCoreBlock("other", (("FADD", 4),), regs_written=("x",))
+    eng = Engine(_one_warp([ld, other, use("t"), isa.WaitLd()])).run()
+    assert eng.clean
+    done = next(e.cycle for e in eng.trace if e.kind == "complete" and e.index == 1)      # the ld (record 1)
+    issue = {e.index: e.cycle for e in eng.trace if e.kind == "issue"}
+    assert issue[1] < issue[2] < done <= issue[3]                       # "other" before, the use after completion
+    wait = [e for e in eng.trace if e.kind == "wait" and e.index == 3]
+    assert wait and wait[0].detail == "registers t"
+
+
 # ---- across threads ----------------------------------------------------------------------------------------
 def _cp_hand_over(before=True, after=True):
     copier = [isa.BarSync(1, 64), isa.Cp(128, smem(A)), *([isa.FenceBeforeThreadSync()] if before else []),
@@ -314,5 +385,6 @@ def test_head64_o_rescale_without_wait_ld_is_reported_in_semantics_mode():
                                            for r in p.roles))
     r = rp.replay("v32", 4, 0, transform=drop)   # seed 0: block 2 takes the O rescale (from the data)
     assert r.rescale_blocks == [2] and not r.ok
-    assert {"ld-regs-before-wait", "tmem-overwrite-in-flight"} <= {h["rule"] for h in r.hazards}
+    # the scale's registers depend on the ld (ordered, §9.7.16.6.4.5), but the st overwrites the cells it reads
+    assert {h["rule"] for h in r.hazards} == {"tmem-overwrite-in-flight"}
     assert all(e["record"] and e["error"] for e in r.semantics_errors)  # a refusal names the record

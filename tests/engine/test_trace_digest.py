@@ -29,12 +29,12 @@ def _digest(engine: Engine) -> str:
 PINNED = {
     "flashmla-qk": "9572a7f685900ee9",
     "qk-loop-20": "19e9cae3b0a703ec",
-    "hazard-catalogue": "173de3ca6712f0bb",
-    "hazard-catalogue-2": "50e35de193ef66ea",
+    "hazard-catalogue": "2edb277bf4a0bcda",
+    "hazard-catalogue-2": "abb25e959808b21e",
 }
 
 _FIRST = ("alloc-after-relinquish", "alloc-over-512", "deadlock-missing-arrive", "deadlock-named-barrier",
-          "dealloc-unallocated", "lane-quadrant", "ld-before-commit", "ld-regs-before-wait", "missing-after-fence",
+          "dealloc-unallocated", "lane-quadrant", "ld-before-commit", "ld-st-no-wait-ld", "missing-after-fence",
           "missing-before-fence", "missing-proxy-fence", "mma-after-tma-no-fence", "over-arrival",
           "overwrite-before-ld-done", "parity-not-flipped", "smem-overwrite-in-flight", "tma-wrong-parity",
           "tx-underflow")

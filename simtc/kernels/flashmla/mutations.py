@@ -144,8 +144,10 @@ _CATALOGUE = (
     Mutation("softmax-no-after-fence", "the softmax warps read P (tcgen05.ld) after waiting qk_done without "
              "tcgen05.fence::after_thread_sync", "missing-after-thread-sync-fence", "PTX ISA 9.0 §9.7.16.6.4",
              _after_wait("softmax", "qk_done[0]", FenceAfterThreadSync, "fence::after_thread_sync after qk_done")),
-    Mutation("no-wait-ld", "the softmax warps use P's registers without tcgen05.wait::ld",
-             "ld-regs-before-wait", "PTX ISA 9.0 §9.7.16.8.3, §9.7.16.8.5",
+    Mutation("no-wait-ld", "the softmax warps drop tcgen05.wait::ld after the P loads: using P's registers stays "
+             "ordered (a register dependency), but fence::before_thread_sync then publishes no completed load, so "
+             "the next block's QK MMA may overwrite P while the loads still read it", "tmem-overwrite-in-flight",
+             "PTX ISA 9.0 §9.7.16.6.4.5, §9.7.16.6.4",
              _after_wait("softmax", "qk_done[0]", WaitLd, "tcgen05.wait::ld after the P loads")),
     Mutation("phase-off-by-one", "the softmax warps wait qk_done[0] with parity 1 instead of 0 (passes at once on "
              "the fresh barrier: P read before QK completes)", "tmem-overwrite-in-flight", "PTX ISA 9.0 §9.7.13.15",
