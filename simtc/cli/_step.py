@@ -15,7 +15,8 @@
 
 * ``--step [N]`` otherwise (a pipe, a file, a test): the first N events (default 40) in the same one-line format,
   then the state after them.
-* ``--step-to N [--json]``: the state after N events, as the picture or as JSON ``{"step", "event": {"cycle",
+* ``--step-to N [--json] [--svg FILE]``: the state after N events, as the picture or as JSON (``--svg``: the
+  picture with the run's timeline and a cursor at the step, as SVG) ``{"step", "event": {"cycle",
   "role", "warp", "ptx", "reads", "writes", "released", ...}, "state": {"tmem", "smem", "mbarriers", "warps",
   ...}}``. A step past the end is an error naming the run's length.
 """
@@ -49,6 +50,9 @@ def check_arguments(args) -> None:
     if args.step is not None and args.step_to is not None:
         raise UsageError("--step walks through the run; --step-to prints one step", rule="--step and --step-to do "
                          "not combine")
+    if getattr(args, "svg", None) is not None and args.step is not None:
+        raise UsageError("--step walks through the run; --svg draws one picture (use --step-to N --svg FILE)",
+                         rule="--svg combines with --step-to, not with --step")
     if getattr(args, "json", False) and args.step is not None:
         raise UsageError("--step prints the events as text; --json prints JSON only (use --step-to N --json)",
                          rule="--json and --step do not combine (--json prints JSON only)")
@@ -77,6 +81,10 @@ def run_stepper(stepper, args, *, stdin=None, stdout=None) -> int:
             from simtc.cli._common import UsageError
 
             raise UsageError(e.message, rule=e.rule) from None
+        if getattr(args, "svg", None) is not None:  # the step's picture, with the timeline and its cursor
+            from simtc.cli._common import write_svg
+
+            write_svg(StepView(stepper), args.svg, width=width, title=f"{stepper.title}, step {args.step_to}")
         if getattr(args, "json", False):
             emit_json(stepper.to_json())
         else:

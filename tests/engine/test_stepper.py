@@ -198,3 +198,14 @@ def test_step_is_interactive_on_a_terminal(tmp_path):
         if proc.poll() is None:
             proc.kill()
         os.close(master)
+
+
+def test_step_to_draws_the_step_as_svg_and_step_refuses_svg(tmp_path, capsys):
+    svg = tmp_path / "step.svg"
+    assert main(["simulate", "hazard/ld-before-commit-fixed", "--timing-only", "--step-to", "5", "--json",
+                 "--svg", str(svg)]) == 0
+    assert json.loads(capsys.readouterr().out)["step"] == 5
+    text = svg.read_text()
+    assert text.startswith("<svg") and "step 5</title>" in text and "cursor" in text
+    assert main(["replay", "flashmla-head64", "--blocks", "1", "--step", "3", "--svg", str(svg)]) == 2
+    assert "--svg combines with --step-to, not with --step" in capsys.readouterr().err
