@@ -245,21 +245,48 @@ class Stepper:
             elif op.kind in (k.K_BAR_SYNC, k.K_BAR_ARRIVE) and bar is None:
                 bar = f"bar {op.arg[0]}"
             if e.kind in ("issue", "complete"):
-                fp = rec.footprint(e.warp) if op.quad_bad is None else None
-                if fp is not None:
-                    reads, writes = _accesses(fp, self._buffer_names)
+                known = op.quad_bad is None  # the engine's compiled footprint (a lane-quadrant error: none)
+                if known:
+                    rect_of, ranges_of = eng.index.rect_of, eng.index.ranges_of
+                    reads = self._accesses([rect_of[q] for q in op.tmem_r], [ranges_of[q] for q in op.smem_r],
+                                           op.regs_r)
+                    writes = self._accesses([rect_of[q] for q in op.tmem_w], [ranges_of[q] for q in op.smem_w],
+                                            op.regs_w)
                 unit = _UNIT_OF_KIND.get(op.kind)
                 asynchronous = bool(rec.is_async)
                 lands = ("completion" if asynchronous else "issue") if writes else None
-                if fp is not None and ((e.kind == "issue" and op.sync) or (e.kind == "complete" and asynchronous)):
-                    tmem_w = tuple((r.lane0, r.lane0 + r.lanes, r.col0, r.col0 + r.cols) for r in fp.tmem_writes)
-                    smem_w = tuple((r.start, r.stop) for r in fp.smem_writes)
+                if known and ((e.kind == "issue" and op.sync) or (e.kind == "complete" and asynchronous)):
+                    tmem_w = tuple(eng.index.rect_of[q] for q in op.tmem_w)
+                    smem_w = tuple(r for q in op.smem_w for r in eng.index.ranges_of[q])
                 if unit is not None and asynchronous:
                     unit_d = (unit, e.kind == "issue", (e.role, e.warp, e.index))
         released = eng.released.get(i, ())
         self.events.append(StepEvent(step, e.cycle, e.role, e.warp, e.index, e.kind, e.detail, ptx, label or "",
                                      reads, writes, lands, released, bar))
         self._deltas.append((e.cycle, warp_d, bar_d, nbar_d, tmem_w, smem_w, unit_d))
+
+    def _accesses(self, rects, range_lists, regs) -> dict:
+        """What one side (reads or writes) of a compiled footprint touches, JSON-ready: TMEM rectangles (inclusive
+        lanes and columns), shared-memory pieces grouped by the buffers they fall in (a swizzled tile is many short
+        pieces), registers."""
+        out: dict = {}
+        if rects:
+            out["tmem"] = [{"lanes": [l0, l1 - 1], "columns": [c0, c1 - 1]} for l0, l1, c0, c1 in rects]
+        groups: dict[tuple, dict] = {}
+        for a, b in (r for ranges in range_lists for r in ranges):
+            key = tuple(self._buffer_names(a, b))
+            g = groups.get(key)
+            if g is None:
+                groups[key] = {"range": [a, b], "bytes": b - a, "pieces": 1, "buffers": list(key)}
+            else:
+                g["range"] = [min(g["range"][0], a), max(g["range"][1], b)]
+                g["bytes"] += b - a
+                g["pieces"] += 1
+        if groups:
+            out["smem"] = list(groups.values())
+        if regs:
+            out["regs"] = list(regs)
+        return out
 
     def _buffer_names(self, start: int, stop: int) -> list[str]:
         hit = np.nonzero((self._starts < stop) & (self._stops > start))[0]
@@ -297,9 +324,10 @@ class Stepper:
         return (e.role, e.warp, e.index)
 
     def _ensure(self, n: int) -> None:
-        """Run the engine until at least ``n`` events exist (or it finishes)."""
+        """Run the engine until more than ``n`` events exist or it finishes (so whether step ``n`` is the last one,
+        and the state there, never depends on how far earlier calls ran it)."""
         eng = self.engine
-        while len(self.events) < n and not eng.finished:
+        while len(self.events) <= n and not eng.finished:
             before = len(self.events)
             eng.step()
             for j in range(before, len(self.events)):  # whom a phase released is known once its step ends
@@ -473,7 +501,7 @@ class Stepper:
             if n < 0:
                 continue
             names.append(self._writer_name(n))
-            regions.append({"writer": self._writer_name(n), "step": n, "lanes": [box[0][j], box[1][j]],
+            regions.append({"writer": names[-1], "step": n, "lanes": [box[0][j], box[1][j]],
                             "columns": [box[2][j], box[3][j]], "cells": int(cells[j])})
         offset = 1 if ids.size and ids[0] < 0 else 0
         writer_ids = inverse - offset  # -1 = never written
@@ -499,43 +527,6 @@ def _short_opcode(ptx: str) -> str:
     op = ptx.split(" ", 1)[0].rstrip(";")
     parts = op.split(".")
     return op if len(parts) <= 4 else ".".join(parts[:4]) + "..."
-
-
-def _accesses(fp, buffer_names) -> tuple[dict, dict]:
-    """The reads and writes of a footprint as JSON-ready dicts (TMEM rectangles, shared-memory ranges with the
-    buffers they fall in, registers)."""
-
-    def tm(rects):
-        return [{"lanes": [r.lane0, r.lane0 + r.lanes - 1], "columns": [r.col0, r.col0 + r.cols - 1]} for r in rects]
-
-    def sm(ranges):  # the pieces grouped by the buffers they fall in (a swizzled tile is many short pieces)
-        groups: dict[tuple, dict] = {}
-        for r in ranges:
-            key = tuple(buffer_names(r.start, r.stop))
-            g = groups.get(key)
-            if g is None:
-                groups[key] = {"range": [r.start, r.stop], "bytes": r.stop - r.start, "pieces": 1,
-                               "buffers": list(key)}
-            else:
-                g["range"] = [min(g["range"][0], r.start), max(g["range"][1], r.stop)]
-                g["bytes"] += r.stop - r.start
-                g["pieces"] += 1
-        return list(groups.values())
-
-    reads, writes = {}, {}
-    if fp.tmem_reads:
-        reads["tmem"] = tm(fp.tmem_reads)
-    if fp.smem_reads:
-        reads["smem"] = sm(fp.smem_reads)
-    if fp.regs_read:
-        reads["regs"] = list(fp.regs_read)
-    if fp.tmem_writes:
-        writes["tmem"] = tm(fp.tmem_writes)
-    if fp.smem_writes:
-        writes["smem"] = sm(fp.smem_writes)
-    if fp.regs_written:
-        writes["regs"] = list(fp.regs_written)
-    return reads, writes
 
 
 def _written_ranges(eng) -> tuple[tuple[str, int, int], ...]:
