@@ -163,6 +163,9 @@ class Engine:
         self._violations: list[Hazard] = []
         self.cta = None
         self.semantics_errors: list[dict] = []
+        self.unit_ops: dict[tuple[int, int], tuple[int, int]] = {}
+        """``(warp index, record index)`` of an operation on the tensor pipe or the TMEM path -> ``(start, free)``:
+        when the unit took it and when the unit was free for the next (what a trace viewer draws)."""
         self.released: dict[int, tuple[tuple[str, int], ...]] = {}
         """Trace index of a ``phase`` event -> the waiting warps ``(role, warp)`` it released."""
         if mode == "semantics":
@@ -343,6 +346,7 @@ class Engine:
     def tensor_issued(self, w: Warp, op: Op, i: int, ev: int, flight) -> None:
         """An MMA or tcgen05.cp is on the tensor pipe (its :class:`~simtc.engine.tensor_pipe.Flight`)."""
         w.tc.append(flight)
+        self.unit_ops[w.idx, i] = (flight.start, flight.free)
         dep = ev if flight.start <= self.sched.env.now + self.c["wgmma_issue"] else self.pipe_last_ev
         self.complete_at(flight.done, w, op, i, dep, "tensor_pipe")
 

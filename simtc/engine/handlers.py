@@ -183,6 +183,7 @@ def wgmma(eng, w, op, i, now, ev):
             del eng.wg_ops[gkey]
     else:
         flight = eng.pipe.mma(now, op.rec, w.idx)
+        eng.unit_ops[w.idx, i] = (flight.start, flight.free)
         done = flight.done
         members = eng.warpgroup_members(w)
         if members > 1:
@@ -223,6 +224,7 @@ def tmem_access(eng, w, op, i, now, ev) -> int:
     """``tcgen05.ld`` / ``tcgen05.st`` on the TMEM path; a load's registers are ready when it completes."""
     load = op.kind == k.K_LD
     done = eng.tmem.access(now, op.cells, load, w.idx)
+    eng.unit_ops[w.idx, i] = eng.tmem.last
     if load:
         if done > w.ld_last:
             w.ld_last = done

@@ -36,12 +36,14 @@ __all__ = ["Flight", "TensorPipe", "mma_spec_of"]
 
 
 class Flight:
-    """One instruction on the tensor pipe: when it entered, when its operand stream ends and when it completes."""
+    """One instruction on the tensor pipe: when it entered, when its operand stream ends, when it completes and
+    when the pipe is free for the next instruction (``free``, default: the end of the operand stream)."""
 
-    __slots__ = ("done", "port_end", "start")
+    __slots__ = ("done", "free", "port_end", "start")
 
-    def __init__(self, start: int, port_end: int, done: int):
+    def __init__(self, start: int, port_end: int, done: int, free: int | None = None):
         self.start, self.port_end, self.done = start, port_end, done
+        self.free = port_end if free is None else free
 
 
 def _collector_usage(rec, prev) -> str:
@@ -116,7 +118,7 @@ class TensorPipe(OneServer):
         occ = max(ii, port_bound)
         self.server.take(start, occ, who)
         late = max(0, port_bound - port_nominal)
-        return Flight(start, port_end, start - issue + done + late)
+        return Flight(start, port_end, start - issue + done + late, start + occ)
 
     def cp(self, t: int, nbytes: int, who: int = -1) -> Flight:
         """Issue a ``tcgen05.cp`` of ``nbytes`` at ``t``; its :class:`Flight`."""

@@ -25,9 +25,11 @@ __all__ = ["TmemPath"]
 class TmemPath(OneServer):
     """The SM's TMEM load/store path (see the module text)."""
 
-    __slots__ = ("enabled", "ld_fixed", "per_cycle", "server", "st_fixed")
+    __slots__ = ("enabled", "last", "ld_fixed", "per_cycle", "server", "st_fixed")
 
     def __init__(self, timing):
+        self.last = (0, 0)
+        """``(start, end)`` of the last access on the path (when it entered, when the path was free again)."""
         self.enabled = timing.enabled("tmem_path") and timing.arch == "sm100"
         self.server = InOrder("tmem_path")
         if timing.arch == "sm100":
@@ -39,10 +41,13 @@ class TmemPath(OneServer):
             self.per_cycle = 1
 
     def access(self, t: int, cells: int, load: bool, who: int = -1) -> int:
-        """A ``tcgen05.ld`` (``load``) or ``tcgen05.st`` of ``cells`` cells issued at ``t``; returns its completion."""
+        """A ``tcgen05.ld`` (``load``) or ``tcgen05.st`` of ``cells`` cells issued at ``t``; returns its completion
+        (its time on the path: :attr:`last`)."""
         if not self.enabled:
+            self.last = (t, t)
             return t
         cols = math.ceil(cells / 32 / self.per_cycle)
         start = self.server.start(t)
         self.server.take(start, cols, who)
+        self.last = (start, start + cols)
         return start + cols + (self.ld_fixed if load else self.st_fixed)

@@ -32,11 +32,10 @@ integers are the cycles; ``otherData.time_unit`` says so); with ``clock_ghz`` th
 that clock (Perfetto keeps nanoseconds, so cycles shorter than 1 ns are rounded there). ``args`` always hold
 the integer cycles. Flow ends sit half a cycle into their cycle, inside the slices they bind to.
 
-Where an operation entered its unit is not in the trace (the ``complete`` event is): it is rebuilt from the
-issue order and the units' rules -- the tensor pipe and the TMEM path take their work in order
-(:mod:`simtc.engine.tensor_pipe`, :mod:`simtc.engine.tmem_path`), the copy engine starts a copy at its issue
-(:mod:`simtc.engine.copy_engine`). The rebuilt busy time of each in-order unit equals the engine's own
-record of it (``tests/render/test_perfetto.py``).
+Where an operation entered its unit and when the unit was free again come from the engine's own booking
+(``Engine.unit_ops``: the tensor pipe and the TMEM path, :mod:`simtc.engine.tensor_pipe`,
+:mod:`simtc.engine.tmem_path`); the copy engine starts a copy at its issue (:mod:`simtc.engine.copy_engine`).
+The slices' busy time of each in-order unit equals the engine's record of it (``tests/render/test_perfetto.py``).
 
 The output is deterministic (no wall time, no ids from hashing). A run of more than
 :data:`TRACE_EVENT_LIMIT` engine events is refused before anything is written.
@@ -205,12 +204,10 @@ class _Builder:
         from simtc.engine import ops as k
 
         eng = self.eng
-        pipe_kinds = (k.K_MMA, k.K_CP, k.K_WGMMA)
         unit_of = {k.K_MMA: "tensor_pipe", k.K_CP: "tensor_pipe", k.K_WGMMA: "tensor_pipe", k.K_LD: "tmem_path",
                    k.K_ST: "tmem_path", k.K_TMA_LOAD: "tma", k.K_TMA_STORE: "tma"}
         arriving = (k.K_ARRIVE, k.K_ARRIVE_TX, k.K_COMMIT, k.K_BAR_SYNC, k.K_BAR_ARRIVE)
         issued: dict[tuple[int, int], int] = {}  # the issue cycles of the asynchronous and the arriving records
-        pipe_order: list[tuple[int, int]] = []
         done: dict[tuple[int, int], int] = {}
         barriers: dict[str, None] = {}
         widx = self.widx
@@ -222,8 +219,6 @@ class _Builder:
                 op = warps[w].ops[e.index]
                 if op.kind in unit_of or op.kind in arriving:
                     issued[w, e.index] = e.cycle
-                    if op.kind in pipe_kinds:
-                        pipe_order.append((w, e.index))
             elif kind == "complete":
                 done[widx[e.role, e.warp], e.index] = e.cycle
             elif kind == "arrive" and e.index >= 0:
@@ -233,57 +228,14 @@ class _Builder:
         self.barriers = list(barriers)
         self.issued = issued
         units: dict[str, list] = {"tensor_pipe": [], "tma": [], "tmem_path": []}
-        for (w, i), start, busy_end in self._pipe(pipe_order, issued, done):
-            units["tensor_pipe"].append((start, done[w, i], w, i, busy_end))
-        tmem = eng.tmem
         for (w, i), c in done.items():
-            op = warps[w].ops[i]
-            unit = unit_of.get(op.kind)
-            if unit == "tma":
+            unit = unit_of.get(warps[w].ops[i].kind)
+            if unit == "tma":  # the copy engine starts a copy at its issue
                 units["tma"].append((issued[w, i], c, w, i, None))
-            elif unit == "tmem_path":
-                start = busy_end = issued[w, i]
-                if tmem.enabled:
-                    cols = math.ceil(op.cells / 32 / tmem.per_cycle)
-                    start = c - cols - (tmem.ld_fixed if op.kind == k.K_LD else tmem.st_fixed)
-                    busy_end = start + cols
-                units["tmem_path"].append((start, c, w, i, busy_end))
+            elif unit is not None:  # when the unit took it and was free again, as the engine booked it
+                start, busy_end = eng.unit_ops[w, i]
+                units[unit].append((start, c, w, i, busy_end))
         self.units = {u: _lanes(sorted(v)) for u, v in units.items()}
-
-    def _pipe(self, order, issued, done):
-        """Where each tensor-pipe instruction entered the pipe and when the pipe was free again: the in-order
-        server of :class:`simtc.engine.tensor_pipe.TensorPipe` replayed over the issue order, each instruction's
-        occupancy recovered from its completion (an MMA's initiation interval and the port's delay; a cp's
-        operand stream)."""
-        from simtc.engine import ops as k
-        from simtc.engine.tensor_pipe import _mma_cost, mma_spec_of
-
-        eng = self.eng
-        pipe, timing = eng.pipe, eng.timing
-        free, prev = 0, None
-        for w, i in order:
-            c = done.get((w, i))
-            if c is None:  # a wgmma another warp of the warpgroup issued first
-                continue
-            op = eng.warps[w].ops[i]
-            t = issued[w, i]
-            if op.kind == k.K_CP:
-                if not pipe.enabled:
-                    yield (w, i), t, t
-                    continue
-                start = max(t + timing["mma_issue"], free)
-                free = max(start, c - pipe.cp_fixed)
-            else:
-                spec = mma_spec_of(op.rec, prev)
-                prev = op.rec
-                if not pipe.enabled:
-                    yield (w, i), t, t
-                    continue
-                issue, ii, port_nominal, _book, latency = _mma_cost(spec, timing)
-                start = max(t + issue, free)
-                late = max(0, c - (start - issue + latency))
-                free = start + max(ii, port_nominal + late)
-            yield (w, i), start, free
 
     # -- pass 2
     def events(self) -> Iterator[dict]:
