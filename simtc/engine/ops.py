@@ -11,8 +11,8 @@ from __future__ import annotations
 import itertools
 from typing import Any
 
-__all__ = ["KIND_OF_CLASS", "SMEM_ASYNC_READERS", "SMEM_GENERIC_READERS", "FootprintIndex", "Keys", "Op", "Overlaps",
-           "RangeSetOverlaps"]
+__all__ = ["KIND_OF_CLASS", "SMEM_ASYNC_READERS", "SMEM_GENERIC_READERS", "UNIT_OF_KIND", "FootprintIndex", "Keys",
+           "Op", "Overlaps", "RangeSetOverlaps"]
 
 (K_SYNC, K_MMA, K_CP, K_COMMIT, K_LD, K_ST, K_WAIT_LD, K_WAIT_ST, K_FENCE_BEFORE, K_FENCE_AFTER, K_INIT, K_ARRIVE,
  K_ARRIVE_TX, K_TRY_WAIT, K_TMA_LOAD, K_TMA_STORE, K_BULK_COMMIT, K_BULK_WAIT, K_BAR_SYNC, K_BAR_ARRIVE,
@@ -31,6 +31,10 @@ KIND_OF_CLASS = {
     "WgmmaFence": K_WGMMA_FENCE,
 }
 """Record class name -> the kind the engine dispatches on."""
+
+UNIT_OF_KIND = {K_MMA: "tensor_pipe", K_CP: "tensor_pipe", K_WGMMA: "tensor_pipe", K_LD: "tmem_path",
+                K_ST: "tmem_path", K_TMA_LOAD: "tma", K_TMA_STORE: "tma"}
+"""The unit an asynchronous record occupies until its ``complete`` event (what a stepper or trace viewer draws)."""
 SMEM_ASYNC_READERS = frozenset((K_MMA, K_CP, K_WGMMA, K_TMA_STORE))
 """Records whose shared-memory reads stay in flight after issue (the checker keeps them as readers)."""
 SMEM_GENERIC_READERS = frozenset((K_LD_SHARED, K_CUDA))

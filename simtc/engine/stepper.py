@@ -39,9 +39,6 @@ __all__ = ["StepError", "StepEvent", "StepState", "Stepper"]
 
 LANES, COLUMNS = 128, 512
 CHECKPOINT_EVERY = 256
-# the unit an asynchronous record occupies until its ``complete`` event
-_UNIT_OF_KIND = {k.K_MMA: "tensor_pipe", k.K_CP: "tensor_pipe", k.K_WGMMA: "tensor_pipe", k.K_LD: "tmem_path",
-                 k.K_ST: "tmem_path", k.K_TMA_LOAD: "tma", k.K_TMA_STORE: "tma"}
 
 
 class StepError(SimtcError, IndexError):
@@ -252,7 +249,7 @@ class Stepper:
                                            op.regs_r)
                     writes = self._accesses([rect_of[q] for q in op.tmem_w], [ranges_of[q] for q in op.smem_w],
                                             op.regs_w)
-                unit = _UNIT_OF_KIND.get(op.kind)
+                unit = k.UNIT_OF_KIND.get(op.kind)
                 asynchronous = bool(rec.is_async)
                 lands = ("completion" if asynchronous else "issue") if writes else None
                 if known and ((e.kind == "issue" and op.sync) or (e.kind == "complete" and asynchronous)):

@@ -204,8 +204,7 @@ class _Builder:
         from simtc.engine import ops as k
 
         eng = self.eng
-        unit_of = {k.K_MMA: "tensor_pipe", k.K_CP: "tensor_pipe", k.K_WGMMA: "tensor_pipe", k.K_LD: "tmem_path",
-                   k.K_ST: "tmem_path", k.K_TMA_LOAD: "tma", k.K_TMA_STORE: "tma"}
+        unit_of = k.UNIT_OF_KIND
         arriving = (k.K_ARRIVE, k.K_ARRIVE_TX, k.K_COMMIT, k.K_BAR_SYNC, k.K_BAR_ARRIVE)
         issued: dict[tuple[int, int], int] = {}  # the issue cycles of the asynchronous and the arriving records
         done: dict[tuple[int, int], int] = {}
