@@ -2,8 +2,8 @@
 
 One copy of these numbers serves the tests, the documentation and ``simtc timing``. They are
 measurements by third parties, transcribed from their published CSV and Markdown files (named in
-:data:`B200_SOURCE` and :data:`WS_SOURCE`); a test compares :data:`B200_ROWS` with the CSV, a verbatim copy of
-which is ``tests/data/b200_tcgen05_bf16_1cta.csv``. The H200 measurements simtc took itself live in
+:data:`B200_SOURCE` and :data:`WS_SOURCE`); a test compares :data:`B200_ROWS` with a copy of that CSV where one
+is given (``SIMTC_B200_CSV``; the repository keeps no copy of it). The H200 measurements simtc took itself live in
 ``tests/data/h200_wgmma_timing.json`` (wgmma) and ``tests/data/h200_calibration.json`` /
 ``tests/data/h200_memory_latency.json`` (``simtc calibrate``);
 :data:`H200` transcribes what the sm90 timing table takes from the latter two, and a test checks it against
