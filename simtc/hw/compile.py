@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import collections
 import hashlib
+import json
 import os
 import re
 import shutil
@@ -22,7 +23,8 @@ from pathlib import Path
 
 from simtc.errors import HardwareUnavailable, SimtcError
 
-__all__ = ["CompileError", "cache_dir", "compile_cuda", "disassemble", "load_kernel", "sass_histogram"]
+__all__ = ["CompileError", "cache_dir", "compile_cuda", "compile_cuda_names", "disassemble", "load_kernel",
+           "sass_histogram"]
 
 
 class CompileError(SimtcError, RuntimeError):
@@ -40,7 +42,8 @@ def cache_dir() -> Path:
     return d
 
 
-def _nvrtc_compile(source: str, name: str, options: list[str], output: str) -> bytes:
+def _nvrtc_compile(source: str, name: str, options: list[str], output: str,
+                   name_expressions: tuple[str, ...] = ()) -> tuple[bytes, dict[str, str]]:
     from cuda.bindings import nvrtc
 
     def check(res):
@@ -51,6 +54,8 @@ def _nvrtc_compile(source: str, name: str, options: list[str], output: str) -> b
 
     (prog,) = check(nvrtc.nvrtcCreateProgram(source.encode(), name.encode(), 0, [], []))
     try:
+        for expr in name_expressions:  # NVRTC guide, "Accessing Lowered Names"
+            check(nvrtc.nvrtcAddNameExpression(prog, expr.encode()))
         opts = [o.encode() for o in options]
         res = nvrtc.nvrtcCompileProgram(prog, len(opts), opts)
         err = res[0] if isinstance(res, tuple) else res
@@ -69,7 +74,11 @@ def _nvrtc_compile(source: str, name: str, options: list[str], output: str) -> b
             buf = b" " * size
             check(nvrtc.nvrtcGetPTX(prog, buf))
             buf = buf.rstrip(b"\x00")
-        return bytes(buf)
+        lowered = {}
+        for expr in name_expressions:
+            (low,) = check(nvrtc.nvrtcGetLoweredName(prog, expr.encode()))
+            lowered[expr] = low.decode() if isinstance(low, bytes) else str(low)
+        return bytes(buf), lowered
     finally:
         nvrtc.nvrtcDestroyProgram(prog)
 
@@ -93,14 +102,28 @@ def _nvcc_compile(source: str, name: str, arch: str, options: list[str], output:
 
 
 def compile_cuda(source: str, *, arch: str = "sm_90a", name: str = "kernel.cu", output: str = "cubin",
-                 options: tuple[str, ...] = ()) -> bytes:
-    """Compile header-free CUDA C++ ``source`` for ``arch`` (e.g. ``sm_90a``, ``sm_100a``); cached."""
+                 options: tuple[str, ...] = (), compiler: str | None = None) -> bytes:
+    """Compile header-free CUDA C++ ``source`` for ``arch`` (e.g. ``sm_90a``, ``sm_100a``); cached.
+
+    ``-std=c++17`` is added unless ``options`` name a standard. ``compiler`` picks the route (``"nvrtc"`` or
+    ``"nvcc"``); ``None`` takes ``SIMTC_COMPILER`` (default: NVRTC when cuda-bindings is installed, else nvcc).
+    """
+    return compile_cuda_names(source, arch=arch, name=name, output=output, options=options, compiler=compiler)[0]
+
+
+def compile_cuda_names(source: str, *, arch: str = "sm_90a", name: str = "kernel.cu", output: str = "cubin",
+                       options: tuple[str, ...] = (), compiler: str | None = None,
+                       name_expressions: tuple[str, ...] = ()) -> tuple[bytes, dict[str, str]]:
+    """:func:`compile_cuda`, also returning the lowered (mangled) name of each C++ ``name_expressions`` entry
+    (``"scale<float>"`` -> ``"_Z5scaleIfEvPT_"``), as NVRTC's ``nvrtcGetLoweredName`` gives them (NVRTC only)."""
     if output not in ("cubin", "ptx"):
         raise SimtcError(f"output must be cubin or ptx, got {output!r}", rule="compile outputs")
-    opts = [f"-arch={arch}", "-std=c++17", *options]
-    route = os.environ.get("SIMTC_COMPILER", "auto")
+    has_std = any(o.startswith(("-std", "--std")) for o in options)
+    opts = [f"-arch={arch}", *([] if has_std else ["-std=c++17"]), *options]
+    route = compiler or os.environ.get("SIMTC_COMPILER", "auto")
     if route not in ("auto", "nvrtc", "nvcc", "cupy"):
-        raise SimtcError(f"SIMTC_COMPILER={route!r}: use nvrtc, nvcc, cupy or auto", rule="compiler routes")
+        raise SimtcError(f"compiler {route!r}: use nvrtc, nvcc, cupy or auto (SIMTC_COMPILER or compiler=)",
+                         rule="compiler routes")
     if route in ("auto", "cupy"):  # "cupy" only changes how load_kernel builds; cubins come from NVRTC
         try:
             import cuda.bindings.nvrtc  # noqa: F401
@@ -108,18 +131,27 @@ def compile_cuda(source: str, *, arch: str = "sm_90a", name: str = "kernel.cu", 
             route = "nvrtc"
         except ImportError:
             route = "nvcc"
-    key = hashlib.sha256("\x00".join([route, arch, output, *opts, source]).encode()).hexdigest()[:24]
-    path = cache_dir() / f"{key}.{output}"
-    if path.exists():
-        return path.read_bytes()
+    if name_expressions and route != "nvrtc":
+        raise SimtcError("C++ name expressions need NVRTC (nvrtcGetLoweredName); nvcc cannot report lowered names",
+                         rule="name expressions are resolved by NVRTC")
+    key = hashlib.sha256("\x00".join([route, arch, output, *opts, source, *name_expressions]).encode()).hexdigest()
+    path = cache_dir() / f"{key[:24]}.{output}"
+    names_path = path.with_suffix(f".{output}.names.json")
+    if path.exists() and (not name_expressions or names_path.exists()):
+        names = json.loads(names_path.read_text()) if name_expressions else {}
+        return path.read_bytes(), names
     if route == "nvrtc":
-        data = _nvrtc_compile(source, name, opts, output)
+        data, names = _nvrtc_compile(source, name, opts, output, tuple(name_expressions))
     else:
-        data = _nvcc_compile(source, name, arch, list(options), output)
+        data, names = _nvcc_compile(source, name, arch, list(options), output), {}
+    if name_expressions:
+        tmp = names_path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(names))
+        tmp.replace(names_path)
     tmp = path.with_suffix(f".{os.getpid()}.tmp")
     tmp.write_bytes(data)
     tmp.replace(path)
-    return data
+    return data, names
 
 
 def _nvdisasm() -> str:
