@@ -1,21 +1,24 @@
-"""The kernel page (``docs/kernel.md``): FlashMLA head64's tables generated from simtc's model, every row with the
-FlashMLA source line it rests on, and the check that those lines say what the page says they say.
+"""The kernel page (``docs/kernel.md``): FlashMLA head64's tables generated from simtc's model, every row citing the
+FlashMLA source line it rests on, and the checks that those lines say what the page says they say.
 
 The tables come from ``simtc.kernels.flashmla`` (``constants.py``, ``plan.py``, ``models.py``, ``head64.py``): the
 values, the roles, who arrives on and who waits for each barrier (read from the records of ``head64_program``), the
-TMEM and shared-memory plans. Each row also names the source line at FlashMLA commit ``9241ae3`` with a short quote of
-it; building a table checks the model against the quote (an ``init(128)`` must be the model's count, an
-``arrive_and_expect_tx(B_TOPK*D_NOPE*sizeof(e4m3))`` its transaction bytes, the roles the Program has must be the
-roles the source names) and refuses a disagreement.
+TMEM and shared-memory plans. Each row cites the line of ``deepseek-ai/FlashMLA`` at commit ``9241ae3`` it rests on
+(``kernel.cuh L46``) and holds the facts simtc reads from that line as data: a barrier's arrival count, a transaction
+byte count's formula, a constant's value, the warp a role runs on, a member's name. Building a table checks the model
+against those facts (an arrival count must be the model's count, a byte formula the Program's transaction bytes,
+the roles the Program has the branches the kernel takes) and refuses a disagreement.
 
-The quoted lines are recorded in ``tests/data/flashmla_head64_lines.json`` (the lines the page cites, taken from a
-FlashMLA checkout with ``git show 9241ae3:<path>``, with each file's git blob id), so the page's citations are
-checked without the source at hand: every ``kernel.cuh L<n>`` / ``config.h L<n>`` citation of the page (prose and
-tables) must follow, in the same sentence or table cell, a backquoted fragment of the cited line(s).
+The repository holds no FlashMLA text. ``tests/data/flashmla_head64_digests.json`` records, for every line the page
+cites, its SHA-256 digest (with each file's path, git blob id and line count at the commit), so a citation moved to
+another line, or a FlashMLA that changed under it, is caught against a checkout without storing the line. With a
+checkout (``SIMTC_FLASHMLA_DIR`` in the tests) the facts are checked against the lines themselves: every citation of
+the page follows, in the same sentence or table cell, a backquoted name or short expression that the cited line(s)
+contain, and every table fact is on its line.
 
-    python docs/scripts/kernel.py --check               # the page's citations against the recording
-    python docs/scripts/kernel.py --record ~/FlashMLA   # rewrite the recording from a checkout (git)
-    python docs/scripts/kernel.py --verify ~/FlashMLA   # the recording against a checkout
+    python docs/scripts/kernel.py --check               # the page's citations are recorded, its quotes short
+    python docs/scripts/kernel.py --verify ~/FlashMLA   # the digests, the citations and the facts against a checkout
+    python docs/scripts/kernel.py --record ~/FlashMLA   # rewrite the digests from a checkout (git)
 
 Only the standard library is imported at module level.
 """
@@ -32,13 +35,16 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 PAGE = ROOT / "docs" / "kernel.md"
-RECORDING = ROOT / "tests" / "data" / "flashmla_head64_lines.json"
+RECORDING = ROOT / "tests" / "data" / "flashmla_head64_digests.json"
 REPO = "deepseek-ai/FlashMLA"
 COMMIT = "9241ae3"
 COMMIT_FULL = "9241ae3ef9bac614dd25e45e507e089f888280e0"
 FILES = {"kernel.cuh": "csrc/sm100/decode/head64/kernel.cuh", "config.h": "csrc/sm100/decode/head64/config.h"}
 FULL_RANGE = 40
 """Ranges of up to this many lines are recorded whole; longer ones (a role's whole body) by their first and last."""
+MAX_QUOTE = 45
+"""The longest backquoted text a citation may follow: a name or a formula (the longest, ``TMA_K_STRIDE``'s, has 42
+characters), never a line of the source."""
 
 CITATION = re.compile(r"(?P<file>kernel\.cuh|config\.h) (?P<ranges>L\d+(?:-\d+)?(?:, L\d+(?:-\d+)?)*)")
 _FRAGMENT = re.compile(r"`([^`\n]+)`")
@@ -78,6 +84,10 @@ def lines_to_record(ranges: list[tuple[int, int]]) -> set[int]:
     return out
 
 
+def _norm(s: str) -> str:
+    return re.sub(r"\s+", "", s)
+
+
 # ---- the model's facts, each with its source line ---------------------------------------------------------------
 def _sizeof(name: str) -> int:
     return {"bf16": 2, "e4m3": 1, "float": 4, "int": 4}[name]
@@ -105,11 +115,8 @@ def _eval(expr: str):
     return eval(py, {"__builtins__": {}}, _namespace())  # the page's own constant expressions
 
 
-def constants_rows() -> list[tuple[str, object, str, str, str]]:
-    """``(name, model value, where simtc holds it, quote, citation)`` for each constant of the kernel (V32); the
-    quote is the source's definition and its value must equal the model's."""
-    import numpy as np
-
+# constants: (name, source name, V32 formula, file, line, the model's value, where simtc holds it)
+def _constants() -> list[tuple[str, str, str, str, int, object, str]]:
     from simtc.kernels.flashmla import constants as c
     from simtc.kernels.flashmla import effects
     from simtc.kernels.flashmla.head64 import PV_IDESC
@@ -117,83 +124,90 @@ def constants_rows() -> list[tuple[str, object, str, str, str]]:
     from simtc.kernels.flashmla.plan import SMEM_V32
 
     o_stride = (SMEM_V32["o_accum_buf"].size // 4 - c.D_V) // (c.B_H - 1)
-    rows = [
-        ("D_Q", c.D_Q, "constants.D_Q", "576", "D_Q = MODEL_TYPE == ModelType::V32 ? 576 : 512", cite("config.h", 33)),
-        ("D_V", c.D_V, "constants.D_V", "512", "D_V = 512", cite("config.h", 35)),
-        ("D_NOPE", c.D_NOPE, "constants.D_NOPE", "512", "D_NOPE = MODEL_TYPE == ModelType::V32 ? 512 : 448",
-         cite("config.h", 36)),
-        ("D_ROPE", c.D_ROPE, "constants.D_ROPE", "64", "D_ROPE = 64", cite("config.h", 37)),
-        ("QUANT_TILE_SIZE", V32.quant_tile, "V32.quant_tile", "128", "QUANT_TILE_SIZE = MODEL_TYPE == ModelType::V32 ? "
-         "128 : 64", cite("config.h", 38)),
-        ("NUM_SCALES_EACH_TOKEN", V32.num_scales, "V32.num_scales", "4",
-         "NUM_SCALES_EACH_TOKEN = MODEL_TYPE == ModelType::V32 ? 4 : 8", cite("config.h", 40)),
-        ("TMA_K_STRIDE", V32.tma_k_stride, "V32.tma_k_stride", "D_NOPE+2*D_ROPE+4*(D_NOPE/QUANT_TILE_SIZE)",
-         "D_NOPE+2*D_ROPE+4*(D_NOPE/QUANT_TILE_SIZE)", cite("config.h", 41)),
-        ("B_H", c.B_H, "constants.B_H", "64", "B_H = 64", cite("config.h", 45)),
-        ("B_TOPK", c.B_TOPK, "constants.B_TOPK", "64", "B_TOPK = 64", cite("config.h", 46)),
-        ("NUM_BUFS", c.NUM_BUFS, "constants.NUM_BUFS", "2", "NUM_BUFS = 2", cite("config.h", 47)),
-        ("NUM_INDEX_BUFS", c.NUM_INDEX_BUFS, "constants.NUM_INDEX_BUFS", "4", "NUM_INDEX_BUFS = 4",
-         cite("config.h", 48)),
-        ("NUM_THREADS", c.NUM_THREADS, "constants.NUM_THREADS", "128*3", "NUM_THREADS = 128*3", cite("config.h", 49)),
-        ("MAX_INIT_VAL", float(effects._MAX_INIT), "effects._MAX_INIT", "-1e30", "MAX_INIT_VAL = -1e30f",
-         cite("config.h", 50)),
-        ("D_Q_SW128", SMEM_V32["q"].size // (2 * c.B_H), "SMEM_V32['q'].size / (2 B_H)", "512", "D_Q_SW128 = 512",
-         cite("config.h", 52)),
-        ("D_Q_SW64", SMEM_V32["q_sw64"].size // (2 * c.B_H), "SMEM_V32['q_sw64'].size / (2 B_H)", "64",
-         "D_Q_SW64 = MODEL_TYPE == ModelType::V32 ? 64 : 0", cite("config.h", 53)),
-        ("K_ROPE_SW", int(V32.rope_swizzle[2:]), "V32.rope_swizzle", "64",
-         "K_ROPE_SW = MODEL_TYPE == ModelType::V32 ? 64 : 128", cite("config.h", 55)),
-        ("tmem_cols::O", c.O_COLUMN, "constants.O_COLUMN", "0", "static constexpr int O = 0", cite("config.h", 76)),
-        ("tmem_cols::Q", c.Q_COLUMN, "constants.Q_COLUMN", "256", "static constexpr int Q = 256", cite("config.h", 77)),
-        ("tmem_cols::Q_Tail", c.Q_TAIL_COLUMN, "constants.Q_TAIL_COLUMN", "256 + B_H*D_NOPE/2/128",
-         "Q_Tail = 256 + B_H*D_NOPE/2/128", cite("config.h", 78)),
-        ("tmem_cols::P", c.P_COLUMN, "constants.P_COLUMN", "400", "static constexpr int P = 400", cite("config.h", 79)),
-        ("O staging row stride", o_stride, "SMEM_V32['o_accum_buf'].size", "520", "Stride<Int<520>, _1>",
-         cite("config.h", 104)),
-        ("QK MMA: M, N", (c.QK_IDESC.m, c.QK_IDESC.n), "constants.QK_IDESC", "(B_H, B_TOPK*2)",
-         "B_H, B_TOPK*2, UMMA::Major::K, UMMA::Major::K", cite("config.h", 197)),
-        ("PV MMA: M, N", (PV_IDESC.m, PV_IDESC.n), "head64.PV_IDESC", "(B_H, 256)",
-         "B_H, 256, UMMA::Major::K, UMMA::Major::MN", cite("config.h", 201)),
-        ("TMEM columns allocated", c.TMEM_COLUMNS, "constants.TMEM_COLUMNS", "512",
-         "Allocator1Sm().allocate(512, plan.tmem_start_addr.data())", cite("kernel.cuh", 63)),
-        ("lazy O rescale threshold (log2 units)", float(effects.RESCALE_THRESHOLD), "effects.RESCALE_THRESHOLD",
-         "6.0", "cur_pi_max - mi > 6.0f", cite("kernel.cuh", 231)),
-        ("RoPE offset in a KV record (bytes)", V32.rope_offset, "V32.rope_offset", "D_NOPE+16", "(D_NOPE+16)",
-         cite("kernel.cuh", 926)),
+    return [
+        ("D_Q", "D_Q", "576", "config.h", 33, c.D_Q, "constants.D_Q"),
+        ("D_V", "D_V", "512", "config.h", 35, c.D_V, "constants.D_V"),
+        ("D_NOPE", "D_NOPE", "512", "config.h", 36, c.D_NOPE, "constants.D_NOPE"),
+        ("D_ROPE", "D_ROPE", "64", "config.h", 37, c.D_ROPE, "constants.D_ROPE"),
+        ("QUANT_TILE_SIZE", "QUANT_TILE_SIZE", "128", "config.h", 38, V32.quant_tile, "V32.quant_tile"),
+        ("NUM_SCALES_EACH_TOKEN", "NUM_SCALES_EACH_TOKEN", "4", "config.h", 40, V32.num_scales, "V32.num_scales"),
+        ("TMA_K_STRIDE", "TMA_K_STRIDE", "D_NOPE+2*D_ROPE+4*(D_NOPE/QUANT_TILE_SIZE)", "config.h", 41,
+         V32.tma_k_stride, "V32.tma_k_stride"),
+        ("B_H", "B_H", "64", "config.h", 45, c.B_H, "constants.B_H"),
+        ("B_TOPK", "B_TOPK", "64", "config.h", 46, c.B_TOPK, "constants.B_TOPK"),
+        ("NUM_BUFS", "NUM_BUFS", "2", "config.h", 47, c.NUM_BUFS, "constants.NUM_BUFS"),
+        ("NUM_INDEX_BUFS", "NUM_INDEX_BUFS", "4", "config.h", 48, c.NUM_INDEX_BUFS, "constants.NUM_INDEX_BUFS"),
+        ("NUM_THREADS", "NUM_THREADS", "128*3", "config.h", 49, c.NUM_THREADS, "constants.NUM_THREADS"),
+        ("MAX_INIT_VAL", "MAX_INIT_VAL", "-1e30", "config.h", 50, float(effects._MAX_INIT), "effects._MAX_INIT"),
+        ("D_Q_SW128", "D_Q_SW128", "512", "config.h", 52, SMEM_V32["q"].size // (2 * c.B_H),
+         "SMEM_V32['q'].size / (2 B_H)"),
+        ("D_Q_SW64", "D_Q_SW64", "64", "config.h", 53, SMEM_V32["q_sw64"].size // (2 * c.B_H),
+         "SMEM_V32['q_sw64'].size / (2 B_H)"),
+        ("K_ROPE_SW", "K_ROPE_SW", "64", "config.h", 55, int(V32.rope_swizzle[2:]), "V32.rope_swizzle"),
+        ("tmem_cols::O", "O", "0", "config.h", 76, c.O_COLUMN, "constants.O_COLUMN"),
+        ("tmem_cols::Q", "Q", "256", "config.h", 77, c.Q_COLUMN, "constants.Q_COLUMN"),
+        ("tmem_cols::Q_Tail", "Q_Tail", "256 + B_H*D_NOPE/2/128", "config.h", 78, c.Q_TAIL_COLUMN,
+         "constants.Q_TAIL_COLUMN"),
+        ("tmem_cols::P", "P", "400", "config.h", 79, c.P_COLUMN, "constants.P_COLUMN"),
+        ("O staging row stride", "Stride", "520", "config.h", 104, o_stride, "SMEM_V32['o_accum_buf'].size"),
+        ("QK MMA: M, N", "WS_TS", "B_H, B_TOPK*2", "config.h", 197, (c.QK_IDESC.m, c.QK_IDESC.n),
+         "constants.QK_IDESC"),
+        ("PV MMA: M, N", "WS_SS", "B_H, 256", "config.h", 201, (PV_IDESC.m, PV_IDESC.n), "head64.PV_IDESC"),
+        ("TMEM columns allocated", "allocate", "512", "kernel.cuh", 63, c.TMEM_COLUMNS, "constants.TMEM_COLUMNS"),
+        ("lazy O rescale threshold (log2 units)", "should_scale_o", "6.0", "kernel.cuh", 231,
+         float(effects.RESCALE_THRESHOLD), "effects.RESCALE_THRESHOLD"),
+        ("RoPE offset in a KV record (bytes)", "k_ptr", "D_NOPE+16", "kernel.cuh", 926, V32.rope_offset,
+         "V32.rope_offset"),
     ]
-    for name, value, _where, expr, quote, _cite in rows:
-        if expr.strip("()") not in quote:
-            _fail(f"kernel page: the formula {expr!r} of {name} is not in its quote {quote!r}",
-                  rule="a constant's formula is the source's")
+
+
+def constants_rows() -> list[tuple[str, object, str, str, str]]:
+    """``(name, model value, where simtc holds it, V32 formula, citation)`` for each constant of the kernel; the
+    formula, evaluated with the model's constants, must give the model's value."""
+    import numpy as np
+
+    rows = []
+    for name, _token, expr, file, line, value, where in _constants():
         got = _eval(expr)
         same = np.float32(got) == np.float32(value) if isinstance(value, float) else got == value
         if not same:
             _fail(f"kernel page: {name} is {value} in simtc but {expr} = {got} in the source",
                   rule="the model's constants are the kernel's")
-    return [(name, value, where, quote, where_cite) for name, value, where, _e, quote, where_cite in rows]
+        rows.append((name, value, where, expr, cite(file, line)))
+    return rows
 
 
-# roles: (role, quote of the branch, its lines, registers quote, its line, what it does)
+# roles: (role, branch: ("warpgroup" | "warp" | "else", index), elected, lines, registers: ("alloc" | "dealloc", n),
+# the setmaxnreg line, what it does)
 ROLES = (
-    ("softmax", "if (warpgroup_idx == 0)", (134, 426), "cutlass::arch::warpgroup_reg_alloc<224>()", 137,
+    ("softmax", ("warpgroup", 0), False, (134, 426), ("alloc", 224), 137,
      "waits for P, reads it from TMEM, exchanges half of it with warp w ^ 2, masks, takes the row maximum with the "
      "partner thread t ^ 64, decides the lazy rescale, computes exp2 and S (bf16, into shared memory), rescales O "
      "in TMEM when it must; after the last block: li, the LSE and the epilogue (O out of TMEM, scaled, bf16, "
      "stored by TMA)"),
-    ("mma", "warp_idx == 4 && elect_one_sync()", (431, 585), "cutlass::arch::warpgroup_reg_dealloc<72>()", 428,
+    ("mma", ("warp", 4), True, (431, 585), ("dealloc", 72), 428,
      "once per request: Q by TMA, then 18 `tcgen05.cp` of Q into TMEM; per block: the QK MMAs (RoPE, then NoPE), "
      "commit to `qk_done`, the PV MMAs once S is ready, commit to `sv_done`"),
-    ("raw", "warp_idx == 5 && elect_one_sync()", (586, 615), "cutlass::arch::warpgroup_reg_dealloc<72>()", 428,
+    ("raw", ("warp", 5), True, (586, 615), ("dealloc", 72), 428,
      "per block: 16 TMA gather4 of fp8 NoPE rows (4 tokens each) into `raw_nope[b]`, coordinates from `tma_coord`"),
-    ("rope", "warp_idx == 6 && elect_one_sync()", (616, 652), "cutlass::arch::warpgroup_reg_dealloc<72>()", 428,
+    ("rope", ("warp", 6), True, (616, 652), ("dealloc", 72), 428,
      "per block: 32 TMA gather4 of bf16 RoPE rows (two 32-dim SW64 halves of 4 tokens) into `dequant[b].rope`"),
-    ("index", "warp_idx == 7", (653, 743), "cutlass::arch::warpgroup_reg_dealloc<72>()", 428,
+    ("index", ("warp", 7), False, (653, 743), ("dealloc", 72), 428,
      "per block: each lane takes 2 of the 64 top-k indices and writes their TMA row coordinates, their scales "
      "(e8m0) and the valid bits into the index ring"),
-    ("dequant", "Dequant warpgroup", (748, 842), "cutlass::arch::warpgroup_reg_alloc<208>()", 749,
+    ("dequant", ("else", 2), False, (747, 842), ("alloc", 208), 749,
      "per block: fp8 NoPE x scale -> bf16 into the SW128 K tiles of `dequant[b].nope` (8 threads per token row), "
      "`fence.proxy.async`, then `nope_ready`"),
 )
+
+
+def _branch_text(branch: tuple[str, int], elected: bool) -> tuple[str, str]:
+    """The branch in simtc's words and the short expression its source line holds."""
+    kind, i = branch
+    if kind == "else":
+        return f"the remaining warpgroup, {i}", "else"
+    words = f"{kind} {i}" + (", one elected lane" if elected else "")
+    return words, f"{kind}_idx == {i}"
 
 
 def _program(blocks: int = 4):
@@ -219,84 +233,82 @@ def roles_rows() -> list[tuple[str, str, int, str, str, str, str]]:
         _fail(f"kernel page: roles {sorted(threads)} in the Program, {sorted(r[0] for r in ROLES)} on the page",
               rule="the page's roles are the Program's")
     rows = []
-    for role, quote, lines, reg_quote, reg_line, what in ROLES:
+    for role, branch, elected, lines, (op, regs), reg_line, what in ROLES:
         warps = ROLE_WARPS[role]
-        m = re.search(r"(warpgroup_idx|warp_idx) == (\d+)", quote)
-        want = (tuple(range(4 * int(m.group(2)), 4 * int(m.group(2)) + 4)) if m and m.group(1) == "warpgroup_idx"
-                else (int(m.group(2)),) if m else (8, 9, 10, 11))
-        elected = "elect_one_sync" in quote
+        kind, i = branch
+        want = (tuple(range(4 * i, 4 * i + 4)) if kind in ("warpgroup", "else") else (i,))
         if warps != want or (threads[role] == 1) != elected:
             _fail(f"kernel page: role {role} runs on warps {warps} with {threads[role]} threads in the Program, the "
-                  f"source's branch is {quote!r}", rule="the Program's roles are the kernel's branches")
+                  f"source's branch is {kind} {i}{' (elected)' if elected else ''}",
+                  rule="the Program's roles are the kernel's branches")
         w = f"{warps[0]}–{warps[-1]}" if len(warps) > 1 else str(warps[0])
-        rows.append((role, w, threads[role], f"`{reg_quote}` {cite('kernel.cuh', reg_line)}", what,
-                     _records_summary(per_block[role]), f"`{quote}` {cite('kernel.cuh', lines)}"))
+        words, expr = _branch_text(branch, elected)
+        reg = f"`warpgroup_reg_{op}<{regs}>` {cite('kernel.cuh', reg_line)}"
+        rows.append((role, w, threads[role], reg, what, _records_summary(per_block[role]),
+                     f"the branch on {words} (`{expr}` {cite('kernel.cuh', lines)})"))
     return rows
 
 
-# mbarriers: name -> [(operation, role, quote, line), ...]; operation: init, arrive, expect_tx (arrive with the
-# transaction count), complete_tx (a TMA copy completing bytes on it), commit (tcgen05.commit), wait
-_Q = "plan.bar_{}"
-BARRIER_SITES: dict[str, list[tuple[str, str, str, int]]] = {
-    "last_store_done": [("init", "", "plan.bar_last_store_done.init(128)", 45),
-                        ("arrive", "softmax", "plan.bar_last_store_done.arrive()", 153),
-                        ("wait", "raw", "plan.bar_last_store_done.wait(args.bar_phase_batch_rel)", 590),
-                        ("wait", "rope", "plan.bar_last_store_done.wait(args.bar_phase_batch_rel)", 620)],
-    "q_tma": [("init", "", "plan.bar_q_tma.init(1)", 46),
-              ("complete_tx", "mma", "plan.bar_q_tma,", 446),
-              ("complete_tx", "mma", "(uint64_t*)&plan.bar_q_tma", 454),
-              ("expect_tx", "mma", "plan.bar_q_tma.arrive_and_expect_tx(B_H*D_Q*sizeof(bf16))", 461),
-              ("wait", "mma", "plan.bar_q_tma.wait(args.bar_phase_batch_rel)", 462)],
-    "q_utccp": [("init", "", "plan.bar_q_utccp.init(1)", 47),
-                ("commit", "mma", "ku::umma_arrive_noelect(plan.bar_q_utccp)", 514),
-                ("wait", "mma", "plan.bar_q_utccp.wait(args.bar_phase_batch_rel)", 526),
-                ("wait", "raw", "plan.bar_q_utccp.wait(args.bar_phase_batch_rel)", 589),
-                ("wait", "rope", "plan.bar_q_utccp.wait(args.bar_phase_batch_rel)", 619),
-                ("wait", "dequant", "plan.bar_q_utccp.wait(args.bar_phase_batch_rel)", 762)],
-    "rope_ready[i]": [("init", "", "plan.bar_rope_ready[i].init(1)", 49),
-                      ("complete_tx", "rope", "plan.bar_rope_ready[rs.buf_idx],", 639),
-                      ("expect_tx", "rope",
-                       "plan.bar_rope_ready[rs.buf_idx].arrive_and_expect_tx(B_TOPK*D_ROPE*sizeof(bf16))", 648),
-                      ("wait", "mma", "plan.bar_rope_ready[rs.buf_idx].wait(rs.bar_phase)", 535)],
-    "nope_ready[i]": [("init", "", "plan.bar_nope_ready[i].init(128)", 50),
-                      ("arrive", "dequant", "plan.bar_nope_ready[rs.buf_idx].arrive()", 837),
-                      ("wait", "mma", "plan.bar_nope_ready[rs.buf_idx].wait(rs.bar_phase)", 545)],
-    "raw_ready[i]": [("init", "", "plan.bar_raw_ready[i].init(1)", 51),
-                     ("complete_tx", "raw", "plan.bar_raw_ready[rs.buf_idx],", 603),
-                     ("expect_tx", "raw",
-                      "plan.bar_raw_ready[rs.buf_idx].arrive_and_expect_tx(B_TOPK*D_NOPE*sizeof(e4m3))", 611),
-                     ("wait", "dequant", "plan.bar_raw_ready[rs.buf_idx].wait(rs.bar_phase)", 767)],
-    "raw_free[i]": [("init", "", "plan.bar_raw_free[i].init(128)", 52),
-                    ("arrive", "dequant", "plan.bar_raw_free[rs.buf_idx].arrive()", 838),
-                    ("wait", "raw", "plan.bar_raw_free[rs.buf_idx].wait(rs.bar_phase^1)", 594)],
+# mbarriers: name -> [(operation, role, line, detail), ...]; operation: init (detail: the count's expression),
+# arrive, expect_tx (an arrive with the transaction bytes; detail: their expression), complete_tx (a TMA copy
+# completing bytes on it), commit (tcgen05.commit), wait (detail: the parity asked for: "phase", "phase ^ 1" or
+# "request", the per-request phase)
+BARRIER_SITES: dict[str, list[tuple[str, str, int, str | None]]] = {
+    "last_store_done": [("init", "", 45, "128"), ("arrive", "softmax", 153, None),
+                        ("wait", "raw", 590, "request"), ("wait", "rope", 620, "request")],
+    "q_tma": [("init", "", 46, "1"), ("complete_tx", "mma", 446, None), ("complete_tx", "mma", 454, None),
+              ("expect_tx", "mma", 461, "B_H*D_Q*sizeof(bf16)"), ("wait", "mma", 462, "request")],
+    "q_utccp": [("init", "", 47, "1"), ("commit", "mma", 514, None), ("wait", "mma", 526, "request"),
+                ("wait", "raw", 589, "request"), ("wait", "rope", 619, "request"),
+                ("wait", "dequant", 762, "request")],
+    "rope_ready[i]": [("init", "", 49, "1"), ("complete_tx", "rope", 639, None),
+                      ("expect_tx", "rope", 648, "B_TOPK*D_ROPE*sizeof(bf16)"), ("wait", "mma", 535, "phase")],
+    "nope_ready[i]": [("init", "", 50, "128"), ("arrive", "dequant", 837, None), ("wait", "mma", 545, "phase")],
+    "raw_ready[i]": [("init", "", 51, "1"), ("complete_tx", "raw", 603, None),
+                     ("expect_tx", "raw", 611, "B_TOPK*D_NOPE*sizeof(e4m3)"), ("wait", "dequant", 767, "phase")],
+    "raw_free[i]": [("init", "", 52, "128"), ("arrive", "dequant", 838, None), ("wait", "raw", 594, "phase ^ 1")],
     "valid_coord_scale_ready[i]": [
-        ("init", "", "plan.bar_valid_coord_scale_ready[i].init(32)", 58),
-        ("arrive", "index", "plan.bar_valid_coord_scale_ready[rs.index_buf_idx].arrive()", 730),
-        *(("wait", role, "plan.bar_valid_coord_scale_ready[rs.index_buf_idx].wait(rs.index_bar_phase)", line)
-          for role, line in (("softmax", 162), ("raw", 593), ("rope", 623), ("dequant", 766)))],
+        ("init", "", 58, "32"), ("arrive", "index", 730, None),
+        *(("wait", role, line, "phase") for role, line in (("softmax", 162), ("raw", 593), ("rope", 623),
+                                                            ("dequant", 766)))],
     "valid_coord_scale_free[i]": [
-        ("init", "", "plan.bar_valid_coord_scale_free[i].init(128+128+1+1)", 59),
-        *(("arrive", role, "plan.bar_valid_coord_scale_free[rs.index_buf_idx].arrive()", line)
-          for role, line in (("softmax", 228), ("raw", 612), ("rope", 649), ("dequant", 839))),
-        ("wait", "index", "plan.bar_valid_coord_scale_free[rs.index_buf_idx].wait(rs.index_bar_phase^1)", 691)],
-    "qk_done[i]": [("init", "", "plan.bar_qk_done[i].init(1)", 53),
-                   ("commit", "mma", "ku::umma_arrive_noelect(plan.bar_qk_done[rs.buf_idx])", 573),
-                   ("wait", "softmax", "plan.bar_qk_done[rs.buf_idx].wait(rs.bar_phase)", 163),
-                   ("wait", "rope", "plan.bar_qk_done[rs.buf_idx].wait(rs.bar_phase^1)", 625)],
-    "so_ready[i]": [("init", "", "plan.bar_so_ready[i].init(128)", 54),
-                    ("arrive", "softmax", "plan.bar_so_ready[rs.buf_idx].arrive()", 294),
-                    ("wait", "mma", "plan.bar_so_ready[rs.buf_idx].wait(rs.bar_phase)", 576)],
-    "sv_done[i]": [("init", "", "plan.bar_sv_done[i].init(1)", 55),
-                   ("commit", "mma", "ku::umma_arrive_noelect(plan.bar_sv_done[rs.buf_idx])", 581),
-                   ("wait", "softmax", "plan.bar_sv_done[rs.buf_idx].wait(rs.bar_phase)", 327),
-                   ("wait", "dequant", "plan.bar_sv_done[rs.buf_idx].wait(rs.bar_phase^1)", 768)],
+        ("init", "", 59, "128+128+1+1"),
+        *(("arrive", role, line, None) for role, line in (("softmax", 228), ("raw", 612), ("rope", 649),
+                                                           ("dequant", 839))),
+        ("wait", "index", 691, "phase ^ 1")],
+    "qk_done[i]": [("init", "", 53, "1"), ("commit", "mma", 573, None), ("wait", "softmax", 163, "phase"),
+                   ("wait", "rope", 625, "phase ^ 1")],
+    "so_ready[i]": [("init", "", 54, "128"), ("arrive", "softmax", 294, None), ("wait", "mma", 576, "phase")],
+    "sv_done[i]": [("init", "", 55, "1"), ("commit", "mma", 581, None), ("wait", "softmax", 327, "phase"),
+                   ("wait", "dequant", 768, "phase ^ 1")],
 }
 _OPS = {"mbarrier.arrive": "arrive", "mbarrier.arrive.expect_tx": "expect_tx", "cp.async.bulk.tensor": "complete_tx",
         "tcgen05.commit": "commit", "mbarrier.try_wait": "wait"}
+_SOURCE_OPS = {"init": ".init(", "arrive": ".arrive()", "expect_tx": ".arrive_and_expect_tx(", "commit": "umma_arrive",
+               "wait": ".wait(", "complete_tx": ""}
+"""What each operation's line calls (checked against a checkout)."""
 
 
 def _key(bar: str) -> str:
     return re.sub(r"\[\d+\]", "[i]", bar)
+
+
+def _member(bar: str) -> str:
+    """The shared-memory member a barrier is (``raw_free[i]`` -> ``bar_raw_free``)."""
+    return "bar_" + bar.split("[")[0]
+
+
+def _site_quote(bar: str, op: str, detail: str | None) -> str:
+    """The short expression of a barrier site's line the page shows before its citation."""
+    if op == "init":
+        return f"init({detail})"
+    if op == "expect_tx":
+        return detail or ""
+    if op == "wait" and detail == "request":
+        return "bar_phase_batch_rel"
+    if op == "wait" and detail == "phase ^ 1":
+        return "bar_phase^1"
+    return _member(bar)
 
 
 def mbarrier_rows() -> list[dict]:
@@ -328,13 +340,13 @@ def mbarrier_rows() -> list[dict]:
     rows = []
     for name, sites in BARRIER_SITES.items():
         n, addr, count = counts[name]
-        page_ops = {(op, role) for op, role, _q, _l in sites if op != "init"}
+        page_ops = {(op, role) for op, role, _l, _d in sites if op != "init"}
         if page_ops != seen.get(name, set()):
             _fail(f"kernel page: {name}: the source's sites {sorted(page_ops)} but the Program's records "
                   f"{sorted(seen.get(name, set()))}", rule="who arrives and who waits is the same in the Program")
-        init = next(q for op, _r, q, _l in sites if op == "init")
-        if _eval(re.search(r"init\((.*)\)", init).group(1)) != count:
-            _fail(f"kernel page: {name} expects {count} arrivals in the model, the source says {init}",
+        init = next(d for op, _r, _l, d in sites if op == "init")
+        if _eval(init) != count:
+            _fail(f"kernel page: {name} expects {count} arrivals in the model, the source's init says {init}",
                   rule="mbarrier counts are the kernel's")
         arrivals = sum(threads[r] for op, r in page_ops if op in ("arrive", "expect_tx")) + sum(
             1 for op, _r in page_ops if op == "commit")
@@ -342,25 +354,24 @@ def mbarrier_rows() -> list[dict]:
             _fail(f"kernel page: {name}: {arrivals} arrivals per phase but a count of {count}",
                   rule="one phase completes when every arriving thread has arrived")
         tx_bytes = None
-        for op, _r, q, _l in sites:
+        for op, _r, _l, d in sites:
             if op == "expect_tx":
-                tx_bytes = _eval(re.search(r"expect_tx\((.*)\)$", q).group(1))
+                tx_bytes = _eval(d)
                 if {tx_bytes} != tx.get(name):
-                    _fail(f"kernel page: {name}: {tx_bytes} transaction bytes in the source ({q}), "
+                    _fail(f"kernel page: {name}: {tx_bytes} transaction bytes in the source ({d}), "
                           f"{sorted(tx.get(name, ()))} in the Program", rule="transaction bytes are the kernel's")
         rows.append({"name": name, "n": n, "addr": addr, "count": count, "arrivals": arrivals, "tx": tx_bytes,
                      "sites": sites})
     return rows
 
 
-# named barriers: name -> (value quote, its config.h line, [(quote of a use, kernel.cuh line), ...])
+# named barriers: name -> (its value, the config.h line of the enum entry, [(what a use's line holds, kernel.cuh
+# line), ...])
 NAMED_SITES = {
-    "wg0_sync": ("wg0_sync = 1", 24, [("NamedBarrier::arrive_and_wait(128, NamedBarriers::wg0_sync)", line)
-                                      for line in (161, 227, 310, 368, 408)]),
-    "wg0_warp02_sync": ("wg0_warp02_sync = 2", 25, [("NamedBarriers::wg0_warp02_sync+(warp_idx&1)", 185)]),
-    "wg0_warp13_sync": ("wg0_warp13_sync = 3", 26, [("NamedBarriers::wg0_warp02_sync+(warp_idx&1)", 185)]),
-    "everyone_sync": ("everyone_sync = 4", 27,
-                      [("NamedBarrier(NUM_THREADS, NamedBarriers::everyone_sync).arrive_and_wait_unaligned()", 116)]),
+    "wg0_sync": (1, 24, [("wg0_sync", line) for line in (161, 227, 310, 368, 408)]),
+    "wg0_warp02_sync": (2, 25, [("wg0_warp02_sync+(warp_idx&1)", 185)]),
+    "wg0_warp13_sync": (3, 26, [("wg0_warp02_sync+(warp_idx&1)", 185)]),
+    "everyone_sync": (4, 27, [("everyone_sync", 116)]),
 }
 
 
@@ -378,13 +389,13 @@ def named_rows() -> list[tuple[str, int, int, str, str, str]]:
                 for i in {rec.id, *(rec.warp_ids or ())}:
                     users.setdefault(i, set()).add(role.name)
     rows = []
-    for name, (quote, line, uses) in NAMED_SITES.items():
+    for name, (value, line, uses) in NAMED_SITES.items():
         hw, threads = NAMED_BARRIERS[name]
-        if int(quote.rsplit("= ", 1)[1]) + 8 != hw:
-            _fail(f"kernel page: {name} is id {hw} in the model, the source's value is {quote}",
+        if value + 8 != hw:
+            _fail(f"kernel page: {name} is id {hw} in the model, the source's value is {value}",
                   rule="a named barrier's hardware id is its value + 8")
         use = "; ".join(f"`{q}` {cite('kernel.cuh', *ln)}" for q, ln in _merge(uses))
-        rows.append((name, hw, threads, f"`{quote}` {cite('config.h', line)}", use,
+        rows.append((name, hw, threads, f"`{name} = {value}` {cite('config.h', line)}", use,
                      ", ".join(sorted(users.get(hw, ()))) or "— (not in the Program: after the request)"))
     return rows
 
@@ -396,25 +407,19 @@ def _merge(uses: list[tuple[str, int]]) -> list[tuple[str, tuple[int, ...]]]:
     return [(q, tuple(lines)) for q, lines in out.items()]
 
 
-# TMEM regions: name -> (source constant quote, config.h line, [(writer/reader quote, kernel.cuh lines, what)])
+# TMEM regions: name -> (the tmem_cols constant, its expression, its config.h line, [(what the line holds,
+# kernel.cuh lines, what the use is)])
 TMEM_SITES = {
-    "O": ("static constexpr int O = 0", 76, [
-        ("ku::utcmma_ss(tiled_mma_O, sS, sV, tO, block_idx == args.start_block_idx)", (580, 580),
-         "accumulated by the PV MMAs"),
-        ("ku::tmem_ld_32dp32bNx<CHUNK_SIZE>(tmem_cols::O + chunk_idx*CHUNK_SIZE, o)", (278, 278),
-         "rescaled by WG0 (read, then written back at L287)"),
-        ("ku::tmem_ld_32dp32bNx<B_EPI>(tmem_cols::O + i*B_EPI, o)", (353, 353), "read by the epilogue")]),
-    "Q": ("static constexpr int Q = 256", 77, [
-        ("tmem_cols::Q + tile_idx*32 + subtile_idx*8", (484, 484), "written by 16 `tcgen05.cp` (SW128 view)"),
-        ("tQ_nope.data().get() = tmem_cols::Q", (550, 550), "A of the 16 NoPE QK MMAs")]),
-    "Q_tail": ("Q_Tail = 256 + B_H*D_NOPE/2/128", 78, [
-        ("tmem_cols::Q + (B_H*D_Q_SW128/2/128) + tile_idx*16 + subtile_idx*8", (509, 509),
-         "written by 2 `tcgen05.cp` (SW64 view)"),
-        ("tQ_rope.data().get() = tmem_cols::Q_Tail", (540, 540), "A of the 2 RoPE QK MMAs")]),
-    "P": ("static constexpr int P = 400", 79, [
-        ("tP.data().get() = tmem_cols::P", (522, 522), "D of the QK MMAs"),
-        ("ku::tmem_ld_32dp32bNx<B_TOPK/2>(tmem_cols::P, p)", (169, 169),
-         "read by WG0, two 32-column loads per thread (L169-173)")]),
+    "O": ("O", "0", 76, [("utcmma_ss", (580, 580), "accumulated by the PV MMAs"),
+                         ("tmem_cols::O", (278, 278), "rescaled by WG0 (read, then written back at L287)"),
+                         ("tmem_cols::O", (353, 353), "read by the epilogue")]),
+    "Q": ("Q", "256", 77, [("tmem_cols::Q", (484, 484), "written by 16 `tcgen05.cp` (SW128 view)"),
+                           ("tmem_cols::Q", (550, 550), "A of the 16 NoPE QK MMAs")]),
+    "Q_tail": ("Q_Tail", "256 + B_H*D_NOPE/2/128", 78, [
+        ("B_H*D_Q_SW128/2/128", (509, 509), "written by 2 `tcgen05.cp` (SW64 view)"),
+        ("tmem_cols::Q_Tail", (540, 540), "A of the 2 RoPE QK MMAs")]),
+    "P": ("P", "400", 79, [("tmem_cols::P", (522, 522), "D of the QK MMAs"),
+                           ("tmem_cols::P", (169, 169), "read by WG0, two 32-column loads per thread (L169-173)")]),
 }
 
 
@@ -429,39 +434,36 @@ def tmem_rows() -> list[tuple[str, str, str, str, str]]:
             rows.append((r.name, f"{r.lanes[0]}–{r.lanes[1]}", f"{r.columns[0]}–{r.columns[1]}", r.note,
                          "not allocated to anything (`tmem_cols` stops at P)"))
             continue
-        quote, line, uses = TMEM_SITES[r.name]
-        start = _eval(quote.split("= ", 1)[1])
-        if start != r.columns[0]:
-            _fail(f"kernel page: TMEM region {r.name} starts at column {r.columns[0]} in the model, {quote} in the "
-                  "source", rule="the TMEM column map is the kernel's")
-        src = f"`{quote}` {cite('config.h', line)}; " + "; ".join(
+        const, expr, line, uses = TMEM_SITES[r.name]
+        if _eval(expr) != r.columns[0]:
+            _fail(f"kernel page: TMEM region {r.name} starts at column {r.columns[0]} in the model, "
+                  f"tmem_cols::{const} = {expr} in the source", rule="the TMEM column map is the kernel's")
+        src = f"starts at `{const} = {expr}` {cite('config.h', line)}; " + "; ".join(
             f"{what}: `{q}` {cite('kernel.cuh', lines)}" for q, lines, what in uses)
         rows.append((r.name, f"{r.lanes[0]}–{r.lanes[1]}", f"{r.columns[0]}–{r.columns[1]}", r.note, src))
     return rows
 
 
-# shared memory: plan buffer -> (member quote, config.h line, size formula)
+# shared memory: plan buffer -> (the member's name in the struct, its config.h line, size formula)
 SMEM_SITES = {
-    "q": ("array_aligned<bf16, cosize_v<SmemLayoutQ_SW128>> q;", 162, "B_H*D_Q_SW128*sizeof(bf16)"),
-    "q_sw64": ("bf16 q_sw64[B_H*D_Q_SW64];", 163, "B_H*D_Q_SW64*sizeof(bf16)"),
-    "o_buf": ("array_aligned<bf16, cosize_v<SmemLayoutOBuf>> o_buf;", 165, "B_H*D_V*sizeof(bf16)"),
-    "o_accum_buf": ("array_aligned<float, cosize_v<SmemLayoutOAccumBuf>> o_accum_buf;", 166,
-                    "((B_H-1)*520+D_V)*sizeof(float)"),
-    "dequant0.nope": ("array_aligned<bf16, B_H*D_NOPE> nope;", 171, "B_H*D_NOPE*sizeof(bf16)"),
-    "dequant0.rope": ("array_aligned<bf16, B_H*D_ROPE> rope;", 172, "B_H*D_ROPE*sizeof(bf16)"),
-    "dequant1.nope": ("array_aligned<bf16, B_H*D_NOPE> nope;", 171, "B_H*D_NOPE*sizeof(bf16)"),
-    "dequant1.rope": ("array_aligned<bf16, B_H*D_ROPE> rope;", 172, "B_H*D_ROPE*sizeof(bf16)"),
-    "raw_nope0": ("array_aligned<e4m3, B_H*D_NOPE> raw_nope[NUM_BUFS];", 175, "B_H*D_NOPE*sizeof(e4m3)"),
-    "raw_nope1": ("array_aligned<e4m3, B_H*D_NOPE> raw_nope[NUM_BUFS];", 175, "B_H*D_NOPE*sizeof(e4m3)"),
-    "p_exchange_buf": ("float4 p_exchange_buf[4][16 * B_TOPK / 4];", 179, "4*(16 * B_TOPK / 4)*16"),
-    "s": ("array_aligned<bf16, cosize_v<SmemLayoutS>> s;", 180, "B_H*B_TOPK*sizeof(bf16)"),
-    "rowwise_max_buf": ("CUTE_ALIGNAS(16) float rowwise_max_buf[128];", 182, "128*sizeof(float)"),
-    "is_token_valid": ("char is_token_valid[NUM_INDEX_BUFS][B_TOPK/8];", 183, "NUM_INDEX_BUFS*(B_TOPK/8)"),
-    "tma_coord": ("int tma_coord[NUM_INDEX_BUFS][B_TOPK];", 184, "NUM_INDEX_BUFS*B_TOPK*sizeof(int)"),
-    "scales": ("e8m0 scales[NUM_INDEX_BUFS][B_TOPK][NUM_SCALES_EACH_TOKEN];", 185,
-               "NUM_INDEX_BUFS*B_TOPK*NUM_SCALES_EACH_TOKEN"),
-    "tmem_start_addr": ("array_aligned<uint32_t, 1> tmem_start_addr;", 186, "16"),
-    "mbarriers": ("transac_bar_t bar_last_store_done;", 187, "25*8"),
+    "q": ("q", 162, "B_H*D_Q_SW128*sizeof(bf16)"),
+    "q_sw64": ("q_sw64", 163, "B_H*D_Q_SW64*sizeof(bf16)"),
+    "o_buf": ("o_buf", 165, "B_H*D_V*sizeof(bf16)"),
+    "o_accum_buf": ("o_accum_buf", 166, "((B_H-1)*520+D_V)*sizeof(float)"),
+    "dequant0.nope": ("nope", 171, "B_H*D_NOPE*sizeof(bf16)"),
+    "dequant0.rope": ("rope", 172, "B_H*D_ROPE*sizeof(bf16)"),
+    "dequant1.nope": ("nope", 171, "B_H*D_NOPE*sizeof(bf16)"),
+    "dequant1.rope": ("rope", 172, "B_H*D_ROPE*sizeof(bf16)"),
+    "raw_nope0": ("raw_nope", 175, "B_H*D_NOPE*sizeof(e4m3)"),
+    "raw_nope1": ("raw_nope", 175, "B_H*D_NOPE*sizeof(e4m3)"),
+    "p_exchange_buf": ("p_exchange_buf", 179, "4*(16 * B_TOPK / 4)*16"),
+    "s": ("s", 180, "B_H*B_TOPK*sizeof(bf16)"),
+    "rowwise_max_buf": ("rowwise_max_buf", 182, "128*sizeof(float)"),
+    "is_token_valid": ("is_token_valid", 183, "NUM_INDEX_BUFS*(B_TOPK/8)"),
+    "tma_coord": ("tma_coord", 184, "NUM_INDEX_BUFS*B_TOPK*sizeof(int)"),
+    "scales": ("scales", 185, "NUM_INDEX_BUFS*B_TOPK*NUM_SCALES_EACH_TOKEN"),
+    "tmem_start_addr": ("tmem_start_addr", 186, "16"),
+    "mbarriers": ("bar_last_store_done", 187, "25*8"),
 }
 
 
@@ -475,15 +477,67 @@ def smem_rows() -> list[tuple[str, int, int, str, str, str, str]]:
               rule="the page's shared-memory plan is the model's")
     rows = []
     for b in SMEM_V32:
-        quote, line, formula = SMEM_SITES[b.name]
+        member, line, formula = SMEM_SITES[b.name]
         size = _eval(formula.replace("sizeof(float)", "4").replace("sizeof(int)", "4"))
         if size != b.size:
             _fail(f"kernel page: {b.name} is {b.size} B in the model, {formula} = {size} B from the source",
                   rule="the shared-memory plan is the kernel's struct")
         last = f"-{line + 6}" if b.name == "mbarriers" else ""
-        src = f"`{quote}` config.h L{line}{last}"
+        src = f"member `{member}` config.h L{line}{last}"
         rows.append((b.name, b.offset, b.size, ", ".join(b.unions) or "—", b.note or "", formula, src))
     return rows
+
+
+def site_problems(lines: dict[str, list[str]]) -> list[str]:
+    """Each table fact against the cited line of a checkout (``lines``: file -> its lines, ``FILES``' short names):
+    a constant's name and formula, a role's branch and register count, a barrier's member, operation, count, bytes
+    and parity, a named barrier's value and uses, a TMEM region's constant and uses, a struct member's name.
+
+    >>> site_problems({"kernel.cuh": [""] * 1000, "config.h": [""] * 300})[0]
+    'config.h L33: D_Q = 576 is not on the line'
+    """
+    out: list[str] = []
+
+    def has(file: str, line: int, *texts: str, what: str) -> None:
+        text = _norm(lines[file][line - 1]) if 0 < line <= len(lines[file]) else ""
+        if not all(_norm(t) in text for t in texts):
+            out.append(f"{file} L{line}: {what} is not on the line")
+
+    for name, token, expr, file, line, _v, _w in _constants():
+        has(file, line, token, expr, what=f"{name} = {expr}")
+    for role, branch, elected, (a, _b), (op, regs), reg_line, _what in ROLES:
+        _words, expr = _branch_text(branch, elected)
+        has("kernel.cuh", a, expr, *(["elect_one_sync"] if elected else []), what=f"the {role} branch ({expr})")
+        has("kernel.cuh", reg_line, f"warpgroup_reg_{op}<{regs}>", what=f"the {role} registers")
+    for bar, sites in BARRIER_SITES.items():
+        for op, role, line, detail in sites:
+            texts = [_member(bar), _SOURCE_OPS[op]]
+            if op == "init":
+                texts.append(f".init({detail})")
+            elif op == "expect_tx":
+                texts.append(f"({detail})")
+            elif op == "wait":
+                text = _norm(lines["kernel.cuh"][line - 1])
+                parity = ("request" if "bar_phase_batch_rel" in text else "phase ^ 1" if "^1)" in text
+                          else "phase")
+                if parity != detail:
+                    out.append(f"kernel.cuh L{line}: {bar} {role} waits for the {parity} parity, the page says "
+                               f"{detail}")
+            has("kernel.cuh", line, *texts, what=f"{bar} {op} by {role or 'warp 0'}")
+    for name, (value, line, uses) in NAMED_SITES.items():
+        has("config.h", line, f"{name} = {value}", what=f"{name} = {value}")
+        for q, use in uses:
+            has("kernel.cuh", use, q, "NamedBarrier", what=f"a use of {name}")
+    for name, (const, expr, line, uses) in TMEM_SITES.items():
+        has("config.h", line, f"{const} = {expr}", what=f"TMEM region {name}'s column")
+        for q, (a, b), _what in uses:
+            for n in range(a, b + 1):
+                has("kernel.cuh", n, q, what=f"TMEM region {name}'s use")
+    for name, (member, line, _f) in SMEM_SITES.items():
+        text = lines["config.h"][line - 1] if line <= len(lines["config.h"]) else ""
+        if not re.search(rf"\b{re.escape(member)}\b", text):
+            out.append(f"config.h L{line}: member {member} of {name} is not on the line")
+    return out
 
 
 # ---- Markdown -----------------------------------------------------------------------------------------------------
@@ -496,8 +550,8 @@ def constants_table() -> str:
     def value(v) -> str:
         return ", ".join(map(str, v)) if isinstance(v, tuple) else f"{v:g}" if isinstance(v, float) else str(v)
 
-    rows = [f"| `{n}` | {value(v)} | `{w}` | `{q}` {c} |" for n, v, w, q, c in constants_rows()]
-    return "\n".join(["| constant | value (V32) | in simtc | source |", "|---|---|---|---|", *rows])
+    rows = [f"| `{n}` | {value(v)} | `{w}` | `{e}` {c} |" for n, v, w, e, c in constants_rows()]
+    return "\n".join(["| constant | value (V32) | in simtc | the source's V32 formula |", "|---|---|---|---|", *rows])
 
 
 def roles_table() -> str:
@@ -514,8 +568,8 @@ _OP_TEXT = {"arrive": "arrive", "expect_tx": "arrive + expect_tx", "complete_tx"
             "commit": "`tcgen05.commit`", "wait": "wait"}
 
 
-def _phase(quote: str) -> str:
-    return "phase ^ 1" if quote.endswith("^1)") else "per request" if "batch_rel" in quote else "phase"
+def _phase(detail: str) -> str:
+    return "per request" if detail == "request" else detail
 
 
 def mbarrier_table() -> str:
@@ -524,15 +578,16 @@ def mbarrier_table() -> str:
     notes = []
     for r in mbarrier_rows():
         by: dict[tuple[str, str], list] = {}
-        for op, role, q, ln in r["sites"]:
-            by.setdefault((op, role), []).append((q, ln))
+        for op, role, ln, detail in r["sites"]:
+            by.setdefault((op, role), []).append((_site_quote(r["name"], op, detail), ln, detail))
         arrive = ", ".join(f"{role} ({_OP_TEXT[op]})" for (op, role) in by if op not in ("init", "wait"))
-        wait = ", ".join(f"{role} ({_phase(sites[0][0])})" for (op, role), sites in by.items() if op == "wait")
+        wait = ", ".join(f"{role} ({_phase(sites[0][2])})" for (op, role), sites in by.items() if op == "wait")
         tx = f"{r['tx']:,}" if r["tx"] else "—"
         name = f"`{r['name']}` (×{r['n']})" if r["n"] > 1 else f"`{r['name']}`"
         out.append(f"| {name} | {r['count']} | {tx} | {arrive} | {wait} |")
         parts = [f"{'init' if op == 'init' else f'{role} ({_OP_TEXT[op]})'}: " + "; ".join(
-            f"`{q}` {cite('kernel.cuh', *lns)}" for q, lns in _merge(sites)) for (op, role), sites in by.items()]
+            f"`{q}` {cite('kernel.cuh', *lns)}" for q, lns in _merge([s[:2] for s in sites]))
+            for (op, role), sites in by.items()]
         at = f"at {r['addr']:,}" + (", 8 B apart" if r["n"] > 1 else "")
         notes.append(f"* `{r['name']}` ({at}) — " + "; ".join(parts) + ".")
     return "\n".join([*out, "", "Where each lies in shared memory, and where it is initialised, arrived on and "
@@ -565,9 +620,9 @@ def smem_table() -> str:
         rows.append(f"| `{n}` | {off:,} | {size:,} | {_cell(un)} | {_cell(note)} |")
         notes.append(f"* `{n}` — {src}; size `{formula}`.")
     return "\n".join(["| buffer | offset (B) | size (B) | shares bytes with | note |", "|---|---|---|---|---|", *rows,
-                      "", f"Total: {SMEM_V32.total:,} B (`constexpr size_t smem_size = sizeof(SharedMemoryPlan)` "
-                      "kernel.cuh L954), under the 227 KiB a block may use (`static_assert(smem_size < 227*1024)` "
-                      "kernel.cuh L955). Each member's declaration:", "", *notes])
+                      "", f"Total: {SMEM_V32.total:,} B (the launch's dynamic shared memory is "
+                      "`sizeof(SharedMemoryPlan)` kernel.cuh L954), under the 227 KiB a block may use (asserted "
+                      "against `227*1024` kernel.cuh L955). Each member's declaration:", "", *notes])
 
 
 GENERATED = {"kernel_constants": constants_table, "kernel_roles": roles_table, "kernel_mbarriers": mbarrier_table,
@@ -582,49 +637,67 @@ def page_text(path: Path = PAGE) -> str:
                   else m.group(0), text)
 
 
-# ---- the citations, against the recording -------------------------------------------------------------------------
+# ---- the citations: digests in the repository, lines only in a checkout --------------------------------------------
 def citations(text: str) -> list[tuple[str, list[tuple[int, int]], int, int]]:
     """``(file, ranges, start, end)`` of every ``kernel.cuh L..`` / ``config.h L..`` citation in ``text``."""
     return [(m.group("file"), parse_ranges(m.group("ranges")), m.start(), m.end()) for m in CITATION.finditer(text)]
 
 
-def _norm(s: str) -> str:
-    return re.sub(r"\s+", "", s)
+def digest(line: str) -> str:
+    """The SHA-256 of a source line's text (without its end of line), as the recording stores it.
+
+    >>> digest("")[:12]
+    'e3b0c44298fc'
+    """
+    return hashlib.sha256(line.encode("utf-8")).hexdigest()
 
 
 def recording() -> dict:
     return json.loads(RECORDING.read_text(encoding="utf-8"))
 
 
-def check(text: str, rec: dict | None = None) -> list[str]:
-    """Problems with the citations of ``text``: a cited line not in the recording, or a citation with no backquoted
-    fragment of its line(s) before it in the same sentence or table cell.
+def _quotes(text: str, start: int, prev_end: int) -> list[str]:
+    """The backquoted fragments of the sentence or table cell before a citation at ``start``."""
+    bounds = [m.end() for m in _BOUNDARY.finditer(text, 0, start)]
+    return _FRAGMENT.findall(text[max([prev_end, *bounds[-1:]]):start])
 
-    >>> rec = {"files": {FILES["kernel.cuh"]: {"lines": {"46": "  plan.bar_q_tma.init(1);"}}}}
-    >>> check("The Q barrier (`plan.bar_q_tma.init(1)`, kernel.cuh L46) counts one.", rec)
+
+def check(text: str, rec: dict | None = None, lines: dict[str, list[str]] | None = None) -> list[str]:
+    """Problems with the citations of ``text``: a cited line the recording does not hold, a citation with no
+    backquoted fragment before it in the same sentence or table cell, or one whose fragments are all longer than
+    :data:`MAX_QUOTE` (a quote of the source, not a name); with ``lines`` (a checkout's, by short file name) also a
+    citation none of whose fragments is in the line(s) it cites.
+
+    >>> rec = {"files": {FILES["kernel.cuh"]: {"lines": {"46": digest("a line of kernel.cuh")}}}}
+    >>> check("The Q barrier (`bar_q_tma`, kernel.cuh L46) counts one.", rec)
     []
-    >>> check("Q's barrier counts `2`, kernel.cuh L46; `x` kernel.cuh L47.", rec)
+    >>> check("Q's barrier counts `2`, kernel.cuh L46; `x` kernel.cuh L47.", rec, {"kernel.cuh": ["", ""] * 30})
     ['kernel.cuh L46: none of `2` is in the line(s) cited', 'kernel.cuh L47: line 47 is not recorded']
     """
     rec = rec if rec is not None else recording()
     out = []
     prev_end = 0
     for file, ranges, start, end in citations(text):
-        lines = rec["files"][FILES[file]]["lines"]
+        recorded = rec["files"][FILES[file]]["lines"]
         label = text[start:end]
-        missing = sorted(n for n in lines_to_record(ranges) if str(n) not in lines)
+        wanted = sorted(lines_to_record(ranges))
+        missing = [n for n in wanted if str(n) not in recorded]
+        frags = _quotes(text, start, prev_end)
+        prev_end = end
         if missing:
             out.append(f"{label}: line {', '.join(map(str, missing))} is not recorded")
-            prev_end = end
             continue
-        bounds = [m.end() for m in _BOUNDARY.finditer(text, 0, start)]
-        context = text[max([prev_end, *bounds[-1:]]):start]
-        frags = _FRAGMENT.findall(context)
-        cited = _norm("".join(lines[str(n)] for n in sorted(lines_to_record(ranges))))
-        if not any(_norm(f) in cited for f in frags):
-            out.append(f"{label}: none of {', '.join(f'`{f}`' for f in frags) or 'no fragment'} is in the line(s) "
-                       "cited")
-        prev_end = end
+        if not frags:
+            out.append(f"{label}: no fragment is in the line(s) cited")
+            continue
+        if all(len(f) > MAX_QUOTE for f in frags):
+            out.append(f"{label}: `{frags[-1][:40]}…` is longer than {MAX_QUOTE} characters (say it in simtc's "
+                       "words and name the line)")
+            continue
+        if lines is not None:
+            cited = _norm("".join(lines[file][n - 1] for n in wanted if n <= len(lines[file])))
+            if not any(_norm(f) in cited for f in frags if len(f) <= MAX_QUOTE):
+                out.append(f"{label}: none of {', '.join(f'`{f}`' for f in frags)} is in the line(s) cited")
     return out
 
 
@@ -637,8 +710,29 @@ def _git_show(checkout: Path, path: str) -> bytes:
                           check=True).stdout
 
 
+def _read(checkout: Path, path: str) -> bytes:
+    """A file at commit 9241ae3 from a git checkout, or the file itself from a copy of the tree."""
+    try:
+        return _git_show(checkout, path)
+    except (subprocess.CalledProcessError, FileNotFoundError):
+        return (checkout / path).read_bytes()
+
+
+def source_lines(checkout: Path) -> dict[str, list[str]]:
+    """The cited files' lines from a checkout, by short name (``kernel.cuh``, ``config.h``); each must be the file at
+    commit 9241ae3 (its git blob id is the recording's)."""
+    rec, out = recording(), {}
+    for short, path in FILES.items():
+        data = _read(checkout, path)
+        if _blob_id(data) != rec["files"][path]["blob"]:
+            _fail(f"{checkout}/{path} is not the file at {COMMIT} (blob {_blob_id(data)[:12]})",
+                  rule="the page cites FlashMLA at one commit")
+        out[short] = data.decode("utf-8").splitlines()
+    return out
+
+
 def record(checkout: Path) -> dict:
-    """The recording of every line the page cites, from a FlashMLA git checkout that has commit 9241ae3."""
+    """The digests of every line the page cites, from a FlashMLA git checkout that has commit 9241ae3."""
     wanted: dict[str, set[int]] = {f: set() for f in FILES}
     for file, ranges, _s, _e in citations(page_text()):
         wanted[file] |= lines_to_record(ranges)
@@ -647,35 +741,38 @@ def record(checkout: Path) -> dict:
         data = _git_show(checkout, path)
         text = data.decode("utf-8").splitlines()
         files[path] = {"blob": _blob_id(data), "line_count": len(text),
-                       "lines": {str(n): text[n - 1] for n in sorted(wanted[short])}}
+                       "lines": {str(n): digest(text[n - 1]) for n in sorted(wanted[short])}}
     return {"repository": REPO, "commit": COMMIT_FULL,
-            "what": "the lines of FlashMLA's SM100 head64 decode kernel that docs/kernel.md cites, verbatim",
+            "what": "the SHA-256 digest of each line of FlashMLA's SM100 head64 decode kernel that docs/kernel.md "
+                    "cites (the line's text without its end of line; the text itself is not stored)",
             "made_by": "python docs/scripts/kernel.py --record <FlashMLA checkout>", "files": files}
 
 
 def verify(checkout: Path) -> list[str]:
-    """Differences between the recording and a FlashMLA checkout at 9241ae3 (git, or files with the same blob)."""
+    """Differences between the recording and a FlashMLA checkout at 9241ae3 (git, or files with the same blob), then
+    the page's citations and table facts against the checkout's lines."""
     rec, out = recording(), []
     for path, entry in rec["files"].items():
-        try:
-            data = _git_show(checkout, path)
-        except (subprocess.CalledProcessError, FileNotFoundError):
-            data = (checkout / path).read_bytes()
+        data = _read(checkout, path)
         if _blob_id(data) != entry["blob"]:
             out.append(f"{path}: not the file at {COMMIT} (blob {_blob_id(data)[:12]}, recorded {entry['blob'][:12]})")
             continue
         text = data.decode("utf-8").splitlines()
-        out += [f"{path} L{n}: {line!r} recorded, {text[int(n) - 1]!r} in the file"
-                for n, line in entry["lines"].items() if text[int(n) - 1] != line]
-    return out
+        out += [f"{path} L{n}: the recorded digest is not the line's" for n, d in entry["lines"].items()
+                if int(n) > len(text) or digest(text[int(n) - 1]) != d]
+    if out:
+        return out
+    lines = source_lines(checkout)
+    return check(page_text(), rec, lines) + site_problems(lines)
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     group = parser.add_mutually_exclusive_group()
     group.add_argument("--check", action="store_true", help="the page's citations against the recording (default)")
-    group.add_argument("--record", metavar="CHECKOUT", type=Path, help="rewrite the recording from a git checkout")
-    group.add_argument("--verify", metavar="CHECKOUT", type=Path, help="the recording against a checkout")
+    group.add_argument("--record", metavar="CHECKOUT", type=Path, help="rewrite the digests from a git checkout")
+    group.add_argument("--verify", metavar="CHECKOUT", type=Path, help="the digests, citations and facts against a "
+                                                                      "checkout")
     args = parser.parse_args(argv)
     if args.record:
         RECORDING.write_text(json.dumps(record(args.record), indent=1, sort_keys=True) + "\n", encoding="utf-8")
