@@ -59,7 +59,8 @@ from simtc.kernels.flashmla.replay import hbm_bound, make_inputs, reference_p, r
 from simtc.smem.memory import SMEM_CAPACITY
 
 __all__ = ["DUP_Q_REGIONS", "VARIANTS", "Variant", "compare", "dup_q_allocation", "dup_q_regions", "exchange_band",
-           "exchange_cost", "exchange_parameters", "exchange_records", "hbm_bound", "smem_bytes_per_mma"]
+           "exchange_cost", "exchange_parameters", "exchange_records", "hbm_bound", "no_exchange",
+           "smem_bytes_per_mma"]
 
 SMEM_LIMIT = SMEM_CAPACITY["sm100"]
 """227 KiB a block may use on sm_100 (FlashMLA asserts ``sizeof(SharedMemoryPlan) < 227*1024``, ``kernel.cuh``
@@ -187,6 +188,13 @@ def _no_exchange_softmax(recs: list) -> list:
                              regs_read=tuple(x for x in r.regs_read if not x.startswith("pin")))
         out.append(r)
     return out
+
+
+def no_exchange(program: Program) -> Program:
+    """The kernel's Program without the P_lo/P_hi exchange (:func:`exchange_records`: no second P load, exchange
+    stores and loads or pair barrier, the add block without its 16 FADD2): not a kernel that computes P right,
+    the time a lane holding full scores would take -- a timing-only replay's ``transform``."""
+    return _edit(program, "softmax", _no_exchange_softmax, name=program.name + "-no-exchange")
 
 
 def ss_q_smem(program: Program) -> Program:
