@@ -17,12 +17,21 @@ and fail on:
 
 The rules are regular expressions over the citation forms, not a list of lines: a new citation in any of these
 forms is checked as it is written.
+
+The repository also holds no other project's text or files (facts and figures are cited, never copied): no line
+of FlashMLA's source at ``9241ae3`` of 30 characters or more appears in any text file of the repository (checked
+against a checkout named by ``SIMTC_FLASHMLA_DIR``, by digest: a repository line, a backquoted or quoted span of
+it, or a comment's text, whitespace collapsed, against every such line of the checkout), the kernel page's
+recording holds digests only, and no copy of the published B200 CSV is committed.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
+import os
 import re
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -274,3 +283,134 @@ def test_kernel_pages_cite_flashmla_at_its_commit(page):
     text = path.read_text(encoding="utf-8")
     assert "9241ae3" in text
     assert not uncommitted_citations(text, path)
+
+
+# ---- rule 4: no other project's text --------------------------------------------------------------------------------
+FLASHMLA_COMMIT = "9241ae3ef9bac614dd25e45e507e089f888280e0"
+MIN_COPIED = 30
+"""Lines (whitespace collapsed) at least this long count as copied text; shorter ones are names and expressions."""
+_SOURCE_SUFFIXES = {".cuh", ".h", ".cu", ".cpp", ".hpp", ".py"}
+_SPAN = re.compile(r"`([^`\n]+)`|\"([^\"\n]+)\"|'([^'\n]+)'")
+_CODE_OR_PROSE = re.compile(r"[\s()\[\]{}=<>*&+|!?%^~]")
+_MARKER = re.compile(r"^\s*(?:#+|//+|/?\*+|>|[-+*]|\d+\.)\s+")
+B200_HEADER = "ab_layout,cta_group,m,n,k,latency_cycles,ii_cycles"
+"""The header of SemiAnalysisAI/microbench-blackwell's ``umma_latency/fit_results.csv`` (compared, never copied)."""
+
+
+def line_keys(line: str) -> set[str]:
+    """The forms of a line compared for copying: whitespace collapsed, without a trailing ``//`` comment, without a
+    trailing ``;``/``,``/``{``; only forms of :data:`MIN_COPIED` characters or more that are code or prose (they hold
+    a space, a bracket or an operator: a bare name, path, flag or PTX mnemonic is not text of anyone's) and no
+    ``#include`` (naming a header is how one calls it).
+
+    >>> sorted(line_keys("    table.lookup_entry(row*COLS + col);  // note"))
+    ['table.lookup_entry(row*COLS + col)', 'table.lookup_entry(row*COLS + col);', \
+'table.lookup_entry(row*COLS + col); // note']
+    >>> sorted(line_keys("cache.store_entry(ROW_COUNT*COLUMNS);"))
+    ['cache.store_entry(ROW_COUNT*COLUMNS)', 'cache.store_entry(ROW_COUNT*COLUMNS);']
+    >>> line_keys('#include "smxx/decode/combine/combine.h"'), line_keys("-U__CUDA_NO_HALF_OPERATORS__"), \
+line_keys("tcgen05.fence::before_thread_sync;")
+    (set(), set(), set())
+    """
+    full = " ".join(line.split())
+    forms = {full, " ".join(line.split("//")[0].split())}
+    forms |= {f.rstrip(";,{ ").rstrip() for f in forms}
+    return {f for f in forms if len(f) >= MIN_COPIED and _CODE_OR_PROSE.search(f) and not f.startswith("#include")}
+
+
+def candidate_keys(line: str) -> set[str]:
+    """What of a repository line could be a copy: the line, the line without a comment or list marker, and every
+    backquoted or quoted span in it."""
+    spans = {next(s for s in m.groups() if s is not None) for m in _SPAN.finditer(line)}
+    out: set[str] = set()
+    for c in {line, _MARKER.sub("", line), *spans}:
+        out |= line_keys(c)
+    return out
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def source_digests(checkout: Path, commit: str = FLASHMLA_COMMIT) -> set[str]:
+    """The digests of every :func:`line_keys` form of every source line of a FlashMLA checkout at ``commit`` (read with
+    git: ``ls-tree`` and ``cat-file --batch``), or of the files on disk when the checkout is not a git repository."""
+    texts: list[str] = []
+    try:
+        names = subprocess.run(["git", "-C", str(checkout), "ls-tree", "-r", "--name-only", commit],
+                               capture_output=True, text=True, check=True).stdout.split("\n")
+        names = [n for n in names if Path(n).suffix in _SOURCE_SUFFIXES]
+        out = subprocess.run(["git", "-C", str(checkout), "cat-file", "--batch"], capture_output=True, check=True,
+                             input="".join(f"{commit}:{n}\n" for n in names).encode()).stdout
+        pos = 0
+        while pos < len(out):
+            header_end = out.index(b"\n", pos)
+            size = int(out[pos:header_end].split()[2])
+            texts.append(out[header_end + 1:header_end + 1 + size].decode("utf-8", "replace"))
+            pos = header_end + 2 + size
+    except (subprocess.CalledProcessError, FileNotFoundError):
+        texts = [p.read_text(encoding="utf-8", errors="replace") for p in sorted(checkout.rglob("*"))
+                 if p.is_file() and p.suffix in _SOURCE_SUFFIXES and ".git" not in p.parts]
+    return {_digest(k) for text in texts for line in text.splitlines() for k in line_keys(line)}
+
+
+def repository_texts() -> list[tuple[str, str]]:
+    """``(path, text)`` of every text file of README.md, mkdocs.yml, docs/, notebooks/ (cell sources and outputs),
+    simtc/, examples/, benchmarks/ and tests/, tests/data's recordings included (compressed and binary files aside)."""
+    out = []
+    for p in [ROOT / "README.md", ROOT / "mkdocs.yml"] + [q for top in ("docs", "notebooks", "simtc", "examples",
+                                                                         "benchmarks", "tests")
+                                                          for q in sorted((ROOT / top).rglob("*"))]:
+        if not p.is_file() or "__pycache__" in p.parts or (p.suffix not in _TEXT_SUFFIXES and p.suffix != ".csv"):
+            continue
+        text = p.read_text(encoding="utf-8", errors="replace")
+        if p.suffix == ".ipynb":
+            parts = []
+            for cell in json.loads(text)["cells"]:
+                parts.append("".join(cell["source"]))
+                for o in cell.get("outputs", []):
+                    parts += ["".join(o.get("text", "")), *("".join(v) for k, v in o.get("data", {}).items()
+                                                            if k.startswith("text/"))]
+            text = "\n".join(parts)
+        out.append((p.relative_to(ROOT).as_posix(), text))
+    return out
+
+
+def copied_lines(digests: set[str], texts: list[tuple[str, str]]) -> list[str]:
+    """``path:line: text`` for every repository line a :func:`candidate_keys` form of which is a source line.
+
+    >>> copied_lines({_digest("for (int k = 0; k < size<2>(tA); ++k)")},
+    ...              [("x.md", "ok\\n`for (int k = 0;   k < size<2>(tA); ++k) {`")])
+    ['x.md:2: for (int k = 0; k < size<2>(tA); ++k)']
+    """
+    out = []
+    for path, text in texts:
+        for n, line in enumerate(text.splitlines(), 1):
+            hits = sorted(k for k in candidate_keys(line) if _digest(k) in digests)
+            if hits:
+                out.append(f"{path}:{n}: {hits[0][:100]}")
+    return out
+
+
+@pytest.mark.skipif(not os.environ.get("SIMTC_FLASHMLA_DIR"),
+                    reason="set SIMTC_FLASHMLA_DIR to a FlashMLA checkout with commit 9241ae3 (its lines are not in "
+                           "the repository, so nothing here can be compared without it)")
+def test_no_flashmla_source_line_is_in_the_repository():
+    digests = source_digests(Path(os.environ["SIMTC_FLASHMLA_DIR"]))
+    assert len(digests) > 5000, "not a FlashMLA checkout with commit 9241ae3"
+    copied = copied_lines(digests, repository_texts())
+    assert not copied, ("FlashMLA source lines in the repository (describe them in simtc's words and cite "
+                        "file:line at 9241ae3):\n" + "\n".join(copied))
+
+
+def test_the_kernel_page_recording_holds_digests_not_lines():
+    rec = json.loads((ROOT / "tests" / "data" / "flashmla_head64_digests.json").read_text(encoding="utf-8"))
+    assert rec["commit"] == FLASHMLA_COMMIT and rec["files"]
+    for entry in rec["files"].values():
+        assert entry["lines"] and all(re.fullmatch(r"[0-9a-f]{64}", d) for d in entry["lines"].values())
+    assert not (ROOT / "tests" / "data" / "flashmla_head64_lines.json").exists()
+
+
+def test_no_copy_of_the_published_b200_csv_is_committed():
+    copies = [path for path, text in repository_texts() if text.lstrip().startswith(B200_HEADER)]
+    assert not copies, f"copies of SemiAnalysisAI/microbench-blackwell umma_latency/fit_results.csv: {copies}"

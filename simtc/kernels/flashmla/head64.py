@@ -135,8 +135,8 @@ def _softmax_counts() -> dict[str, tuple[tuple[str, int], ...]]:
 
 
 _REDUCE_CHAIN = (("LDS.32", 1), ("FADD2", 1), ("FSEL", 1), ("FMNMX", 32), ("FMUL", 1))
-"""The add, mask and row maximum: ``cur_pi_max = max(cur_pi_max, p[i])`` over the thread's 32 values, one after
-the other (kernel.cuh), after the mask word's load and one add [kernel]."""
+"""The add, mask and row maximum: a running maximum over the thread's 32 values of P, one value after the other
+(kernel.cuh L222), after the mask word's load and one add [kernel]."""
 _EXP_CHAIN = (("FMNMX", 2), ("VOTE.ANY", 1), ("FFMA2", 1), ("MUFU.EX2", 1), ("FADD2", 16), ("FFMA", 1))
 """Row max with the partner's, the rescale vote, then one value's FMA and exp2, and li's sum of the 32 values
 (16 packed adds, each on the last) [kernel]."""

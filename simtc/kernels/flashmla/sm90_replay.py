@@ -290,8 +290,8 @@ def combine(partials, attn_sink_log2: np.ndarray, max_splits: int = 32) -> tuple
     ns = len(partials)
     per_lane = -(-max_splits // 32)
     if ns > max_splits:
-        raise SimtcError(f"{ns} splits > MAX_SPLITS {max_splits}", rule="FLASH_DEVICE_ASSERT(my_num_splits <= "
-                         "MAX_SPLITS)", ref="FlashMLA csrc/smxx/decode/combine/combine.cu L43")
+        raise SimtcError(f"{ns} splits > MAX_SPLITS {max_splits}", rule="a request has at most MAX_SPLITS splits",
+                         ref="FlashMLA csrc/smxx/decode/combine/combine.cu L43")
     local = np.full((per_lane, 32, B_H), -np.inf, np.float32)  # lane l holds splits l, l + 32, ...
     for s in range(ns):
         local[s // 32, s % 32] = lse[s]
