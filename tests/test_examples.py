@@ -1,5 +1,6 @@
 """The example scripts run and say what they should."""
 
+import json
 import os
 import re
 import subprocess
@@ -48,3 +49,46 @@ def test_dual_gemm_qk_help_shows_defaults():
                          text=True, timeout=60)
     assert out.returncode == 0
     assert "(default: 0)" in out.stdout and "(default: the terminal's width" in " ".join(out.stdout.split())
+
+
+def _gemm(*args):
+    return subprocess.run([sys.executable, str(EXAMPLES / "tcgen05_gemm.py"), *map(str, args)],
+                          capture_output=True, text=True, timeout=120)
+
+
+def test_tcgen05_gemm_example_d_is_bit_exact():
+    out = _gemm()
+    assert out.returncode == 0, out.stderr
+    text = out.stdout
+    assert "tcgen05-gemm: 3 roles, 103 records" in text
+    assert "32 tcgen05.mma" in text and "16 cp.async.bulk.tensor" in text
+    assert "vs simtc.numerics.tensor_core_mma: bit-exact: True" in text
+    err = float(re.search(r"max \|D - A·Bᵀ\| = ([0-9.e+-]+)", text).group(1))
+    assert 0 < err < 1e-3  # close to float64, and not equal to it: fp32 accumulation
+
+
+def test_tcgen05_gemm_committed_json_is_what_the_script_writes(tmp_path):
+    """examples/tcgen05_gemm.json is Program.to_json of the script's Program: regenerate it with
+    ``python examples/tcgen05_gemm.py --write-json examples/tcgen05_gemm.json``."""
+    from simtc.isa import Program
+
+    path = tmp_path / "gemm.json"
+    assert _gemm("--write-json", path).returncode == 0
+    committed = (EXAMPLES / "tcgen05_gemm.json").read_text(encoding="utf-8")
+    assert path.read_text(encoding="utf-8") == committed
+    program = Program.from_json(json.loads(committed))
+    assert Program.from_json(program.to_json()) == program and program.name == "tcgen05-gemm"
+
+
+def test_tcgen05_gemm_variants_print_grouped_reports():
+    out = _gemm("--variant", "dropped-wait")
+    assert out.returncode == 1 and "257 hazards in 2 group(s)" in out.stdout
+    assert out.stdout.count("\nhazard: ") == 2 and "255 more caused by the same" in out.stdout
+    out = _gemm("--variant", "missing-fence")
+    assert out.returncode == 1 and "8 hazards in 1 group(s)" in out.stdout
+    assert "missing synchronisation: tcgen05.fence::after_thread_sync in mma between #" in out.stdout
+
+
+def test_tcgen05_gemm_help_shows_defaults():
+    out = _gemm("--help")
+    assert out.returncode == 0 and "(default: 8)" in out.stdout and "--write-json" in out.stdout

@@ -199,6 +199,8 @@ class Missing:
     barriers: tuple[str, ...] = ()
     unwaited: tuple[str, ...] = ()
     via: str = ""
+    ops: tuple[str, str] = ("", "")
+    """The PTX names of the records ``before`` and ``of``."""
 
     def key(self) -> tuple:
         """What two hazards share when they have this cause (not the records: each pair has its own)."""
@@ -209,9 +211,9 @@ class Missing:
             return f"no pair: {self.role} breaks the rule by itself"
         if self.kind == "wait":
             carried = ", ".join(self.barriers) or "no signal (nothing after it carries its completion)"
-            text = (f"{self.role} #{self.before} is ordered after {self.of_role} #{self.of} by no wait: "
-                    f"{self.of_role} #{self.of}'s completion is carried by {carried}, and {self.role} waits on "
-                    f"none of them (directly or through another warp) before #{self.before}")
+            text = (f"no wait orders {self.role} #{self.before} ({self.ops[0]}) after {self.of_role} #{self.of} "
+                    f"({self.ops[1]}): its completion is carried by {carried}, and {self.role} waits on none of "
+                    f"them (directly or through another warp) before #{self.before}")
             if self.unwaited:
                 text += f"; no warp waits on {', '.join(self.unwaited)}"
             return text
@@ -309,7 +311,8 @@ def _wait(ch: _Channels, x: int, i: int, y: int, j: int, xrole: str, yrole: str)
             name = f"{bar} phase {phase}"
             if ch.waited.get(bar, -1) < phase and name not in unwaited:
                 unwaited.append(name)
-    return Missing("wait", yrole, xrole, before=j, of=i, barriers=tuple(bars), unwaited=tuple(unwaited))
+    return Missing("wait", yrole, xrole, before=j, of=i, barriers=tuple(bars), unwaited=tuple(unwaited),
+                   ops=(ch.warps[y].ops[j].name, ch.warps[x].ops[i].name))
 
 
 def group_hazards(hazards, warps=None, log: SyncLog | None = None) -> list[HazardGroup]:
