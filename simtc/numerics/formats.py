@@ -18,7 +18,8 @@ from attrs import frozen
 
 from simtc.errors import DtypeError
 
-__all__ = ["DTYPES", "DtypeInfo", "decode_bits", "dtype_info", "dtype_name", "encode_bits"]
+__all__ = ["DTYPES", "ROUNDINGS", "DtypeInfo", "decode_bits", "decode_e2m1", "dtype_info", "dtype_name", "encode_bits",
+           "encode_e2m1", "round_value"]
 
 
 @frozen
@@ -287,3 +288,113 @@ def decode_bits(bits, dtype: str | DtypeInfo) -> np.ndarray:
             out = np.ldexp(np.float64(1.0), b.astype(np.int32) - 127).astype(np.float32)
         return np.where(b == 0xFF, np.float32(np.nan), out)
     return b.view(np.float32).copy()
+
+
+# --- exact rounding of a real value into a binary floating-point format -----------------------------------
+
+_PRECISION: dict[str, tuple[int, int, float]] = {
+    # precision p (with the implicit bit), smallest normal exponent emin, largest finite value
+    "fp64": (53, -1022, float(np.finfo(np.float64).max)),
+    "fp32": (24, -126, float(np.finfo(np.float32).max)),
+    "tf32": (11, -126, float((2 - 2.0**-10) * 2.0**127)),
+    "fp16": (11, -14, 65504.0),
+    "bf16": (8, -126, float((2 - 2.0**-7) * 2.0**127)),
+    "e4m3": (4, -6, 448.0),
+    "e5m2": (3, -14, 57344.0),
+    "e2m1": (2, 0, 6.0),
+}
+"""Binary formats as (precision, smallest normal exponent, largest finite value), PTX ISA 9.0 §5.2.5 and
+IEEE 754-2019 §3.6; e2m1 is the OCP MX FP4 format (1 sign, 2 exponent, 1 mantissa bit, bias 1, no Inf/NaN)."""
+
+ROUNDINGS = ("rn", "rz", "rm", "rp")
+"""IEEE rounding directions under their PTX names (PTX ISA 9.0 §9.7.3 "Rounding modifiers"): to nearest
+even, toward zero, toward -Inf, toward +Inf."""
+
+
+def round_value(x, dtype: str, rounding: str = "rn", sticky=None) -> np.ndarray:
+    """Round real values into ``dtype`` with an IEEE rounding direction; returns float64 values that the
+    format represents exactly (±Inf on overflow where the direction rounds away from zero, else the largest
+    finite value; NaN passes through).
+
+    The exact value is ``x + t`` where ``x`` is a float64 array and ``t`` a tail too small to move ``x`` by
+    half a float64 ulp of which only the sign matters: ``sticky`` gives it (-1, 0, +1 per element; ``None``
+    = 0). An error-free transformation (TwoSum, TwoProduct, a remainder) gives that sign, so an operation
+    computed in float64 rounds exactly once, into ``dtype``, in any direction and without double rounding.
+    Subnormal results of the format are rounded at its fixed smallest quantum (gradual underflow).
+
+    >>> bool(round_value(np.array([1 + 2.0**-24]), "fp32", "rn")[0] == 1.0)  # a tie: to even
+    True
+    >>> bool(round_value(np.array([1 + 2.0**-24]), "fp32", "rn", sticky=np.array([1]))[0] == 1 + 2.0**-23)
+    True
+    >>> bool(round_value(np.array([1.0]), "fp32", "rz", sticky=np.array([-1]))[0] == 1 - 2.0**-24)
+    True
+    >>> float(round_value(np.array([-0.3]), "e2m1", "rp")[0]), float(round_value(np.array([7.0]), "e2m1", "rz")[0])
+    (-0.0, 6.0)
+    """
+    try:
+        p, emin, top = _PRECISION[dtype_name(dtype)]
+    except KeyError:
+        raise DtypeError(f"no rounding into {dtype!r}; known: {', '.join(_PRECISION)}",
+                         rule="round_value formats", ref="PTX ISA 9.0 §5.2.5") from None
+    if rounding not in ROUNDINGS:
+        raise DtypeError(f"unknown rounding {rounding!r} (available: {', '.join(ROUNDINGS)})",
+                         rule="IEEE rounding directions", ref="PTX ISA 9.0 §9.7.3")
+    x = np.asarray(x, dtype=np.float64).reshape(-1)
+    neg = np.signbit(x)
+    rel = np.zeros(x.shape, np.int8) if sticky is None else (
+        np.sign(np.asarray(sticky).reshape(-1)).astype(np.int8) * np.where(neg, -1, 1).astype(np.int8))
+    finite = np.isfinite(x)
+    ax = np.where(finite, np.abs(x), 0.0)
+    _, e = np.frexp(ax)
+    qmin = emin - p + 1
+    q = np.maximum(e - p, qmin)
+    n = np.floor(np.ldexp(ax, -q))
+    frac = np.ldexp(ax, -q) - n
+    # just below a power of two: the next value down lies in the binade below (a finer quantum)
+    edge = (rel < 0) & (frac == 0) & (n == 2.0 ** (p - 1)) & (q > qmin)
+    q = q - edge
+    n = np.where(edge, 2.0**p, n)
+    if rounding == "rn":
+        n = n + ((frac > 0.5) | ((frac == 0.5) & ((rel > 0) | ((rel == 0) & (np.fmod(n, 2) == 1)))))
+        away = np.ones(x.shape, bool)  # overflow goes to Inf
+    else:
+        # the direction in magnitude: away from zero where it points outward (rp on positives, rm on negatives)
+        away = np.zeros(x.shape, bool) if rounding == "rz" else (neg == (rounding == "rm"))
+        down = n - ((frac == 0) & (rel < 0))
+        n = np.where(away, n + ((frac > 0) | ((frac == 0) & (rel > 0))), down)
+    v = np.ldexp(n, q)
+    v = np.where(v > top, np.where(away, np.inf, top), v)
+    v = np.copysign(v, np.where(neg, -1.0, 1.0))
+    return np.where(finite, v, x)
+
+
+def _e2m1_table() -> np.ndarray:
+    codes = np.arange(16)
+    mag = np.array([0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0])[codes & 7]
+    return np.where(codes & 8, -mag, mag)
+
+
+_E2M1 = _e2m1_table()
+
+
+def encode_e2m1(values, rounding: str = "rn") -> np.ndarray:
+    """Float values to e2m1 codes (4 bits in a uint8) with ``.satfinite``: finite overflow and ±Inf give
+    ±6, the largest value (e2m1 has no Inf and no NaN); NaN gives +6 here (PTX ISA 9.0 §9.7.9.21 leaves it
+    to ``.satfinite``; see simtc.ptx.alu for the value the H200 gives). Rounding as :func:`round_value`.
+
+    >>> encode_e2m1(np.array([0.25, 0.26, 2.5, 5.0, -100.0, np.nan], dtype=np.float32))
+    array([ 0,  1,  4,  6, 15,  7], dtype=uint8)
+    """
+    x = np.asarray(values, dtype=np.float64).reshape(-1)
+    v = round_value(np.where(np.isnan(x), 6.0, np.clip(x, -6.0, 6.0)), "e2m1", rounding)
+    mag = np.searchsorted(_E2M1[:8], np.abs(v)).astype(np.uint8)
+    return (mag | np.where(np.signbit(v), 8, 0).astype(np.uint8)).reshape(np.shape(values))
+
+
+def decode_e2m1(codes) -> np.ndarray:
+    """e2m1 codes (low 4 bits) to float32 values.
+
+    >>> decode_e2m1(np.array([1, 7, 15], dtype=np.uint8))
+    array([ 0.5,  6. , -6. ], dtype=float32)
+    """
+    return _E2M1[np.asarray(codes) & 0xF].astype(np.float32)
