@@ -193,27 +193,30 @@ def main(argv=None) -> int:
     parser.add_argument("--k-blocks", type=int, default=K_BLOCKS, help=f"k-blocks of 64 (default: {K_BLOCKS})")
     parser.add_argument("--seed", type=int, default=0, help="seed of the random A and B (default: 0)")
     parser.add_argument("--variant", choices=VARIANTS, default=None, help="seed a bug (default: none)")
-    parser.add_argument("--write-json", metavar="FILE", default=None, help="write the Program's JSON and exit")
+    parser.add_argument("--write-json", metavar="FILE", default=None,
+                        help="write the Program's JSON (and, with --write-tensors, its TMA sources) and exit "
+                             "(default: none: run it)")
     parser.add_argument("--write-tensors", metavar="DIR", default=None,
                         help="also write the TMA sources A.npy and B.npy into DIR (default: none)")
     args = parser.parse_args(argv)
     if args.k_blocks < 1:
         parser.error("--k-blocks is 1 or more")
     program = gemm_program(args.k_blocks, args.variant)
+    a, b = operands(args.k_blocks, args.seed)
     if args.write_json:
         Path(args.write_json).write_text(program_json(program), encoding="utf-8")
         print(f"wrote {args.write_json}: {program.name}, {len(program)} records")
-        return 0
-    from simtc.engine.hazard_groups import SyncLog, group_hazards
-    from simtc.numerics import tensor_core_mma
-
-    a, b = operands(args.k_blocks, args.seed)
     if args.write_tensors:
         out = Path(args.write_tensors)
         out.mkdir(parents=True, exist_ok=True)
         for name, image in tensor_images(a, b).items():
             np.save(out / f"{name}.npy", image)
         print(f"wrote {out / 'A.npy'} and {out / 'B.npy'}")
+    if args.write_json:
+        return 0
+    from simtc.engine.hazard_groups import SyncLog, group_hazards
+    from simtc.numerics import tensor_core_mma
+
     counts = ", ".join(f"{n} {op}" for op, n in program.counts().items())
     print(f"{program.name}: {len(program.roles)} roles, {len(program)} records ({counts})")
     log = SyncLog()

@@ -17,6 +17,7 @@ nothing and pulls in neither SimPy, rich nor numpy. One short module per piece:
   (L2 and HBM), :mod:`~simtc.engine.barriers` (mbarriers, named barriers), on
   :mod:`~simtc.engine.calendar` (how a unit hands out its time);
 * :mod:`~simtc.engine.checker` -- the hazard checker, an observer; :mod:`~simtc.engine.hazards` -- its rules;
+  :mod:`~simtc.engine.hazard_groups` -- its reports grouped by root cause (the missing wait or fence);
 * :mod:`~simtc.engine.sensitivity` -- which parameters an answer rests on (halve and double each);
 * :mod:`~simtc.engine.microbench` -- MMA latency / II microbenchmark Programs run on the engine;
 * :mod:`~simtc.engine.calibration` -- the published measurements the tensor pipe is calibrated on;
@@ -35,13 +36,14 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 _SUBMODULES = frozenset(("barriers", "calendar", "calibration", "checker", "copy_engine", "core", "handlers",
-                         "hazards", "issue", "memory", "microbench", "ops", "parameters", "scheduler",
-                         "sensitivity", "smem_port", "tensor_pipe", "timing", "tmem_path", "trace", "warp"))
+                         "hazard_groups", "hazards", "issue", "memory", "microbench", "ops", "parameters",
+                         "scheduler", "sensitivity", "smem_port", "tensor_pipe", "timing", "tmem_path", "trace",
+                         "warp"))
 _FROM_CORE = frozenset(("Engine", "Simulation"))
 
 __all__ = ["Engine", "Simulation", "barriers", "calendar", "calibration", "checker", "copy_engine", "core", "handlers",
-           "hazards", "issue", "memory", "microbench", "ops", "parameters", "scheduler", "sensitivity", "smem_port",
-           "tensor_pipe", "timing", "tmem_path", "trace", "warp"]
+           "hazard_groups", "hazards", "issue", "memory", "microbench", "ops", "parameters", "scheduler", "sensitivity",
+           "smem_port", "tensor_pipe", "timing", "tmem_path", "trace", "warp"]
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers only
     from simtc.engine import (
@@ -52,6 +54,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers only
         copy_engine,
         core,
         handlers,
+        hazard_groups,
         hazards,
         issue,
         memory,

@@ -110,7 +110,7 @@ def test_the_dropped_wait_variant_is_caught_with_a_grouped_report(capsys, tensor
     bad = tmp_path / "dropped.json"
     assert _script("--variant", "dropped-wait", "--write-json", bad)[0] == 0
     rc, out, _err = run_cli(capsys, "simulate", bad, *_data(tensors), "--term-width", "4096")
-    report = out[out.index("tcgen05-gemm-dropped-wait: "):].splitlines()
+    report = out[out.rindex("tcgen05-gemm-dropped-wait: "):].splitlines()
     assert rc == 1
     assert sum(line.startswith("hazard: ") for line in report) == 2
     assert "  missing synchronisation: no wait orders epilogue #3 (tcgen05.ld) after mma #7 (tcgen05.mma)" in out
@@ -146,3 +146,37 @@ def test_one_command_from_a_fresh_clone(tmp_path):
     out = subprocess.run(["bash", "-c", cmd], cwd=clone, capture_output=True, text=True, timeout=900, env=env)
     assert out.returncode == 0, out.stderr[-2000:]
     assert "bit-exact: True" in out.stdout
+
+
+def _blocks(kind: str) -> list[str]:
+    text = (ROOT / "docs" / "own_kernel.md").read_text(encoding="utf-8")
+    return [b.split("```", 1)[0].strip("\n") for b in text.split(f"```{kind}\n")[1:]]
+
+
+def test_the_page_commands_run_and_print_what_it_shows(tmp_path):
+    """Every command of docs/own_kernel.md's bash blocks (but the fresh clone's, the slow test's) runs in a scratch
+    folder with the exit status the page gives; the printed report and note are the page's text blocks."""
+    import re
+    import shlex
+
+    outputs = []
+    for block in _blocks("bash")[1:]:
+        for line in block.splitlines():
+            command, _, comment = line.partition("#")
+            want = int(re.search(r"exit (\d)", comment).group(1)) if "exit" in comment else 0
+            argv = shlex.split(command)
+            if argv[0] == "python":
+                argv = [sys.executable, str(ROOT / argv[1]), *argv[2:]]
+            else:
+                assert argv[0] == "simtc", line
+                argv = [sys.executable, "-m", "simtc", *argv[1:]]
+            out = subprocess.run(argv, capture_output=True, text=True, timeout=120, cwd=tmp_path)
+            assert out.returncode == want, (line, out.stderr[-1000:])
+            outputs.append((argv, out))
+    report = next(o.stdout for a, o in outputs if "dropped-wait.json" in a and "--tensor" in a)
+    shown = _blocks("text")
+    assert report[report.rindex("tcgen05-gemm-dropped-wait: 24350"):].rstrip("\n") == shown[1]
+    note = subprocess.run([sys.executable, "-m", "simtc", "simulate", "gemm.json", "--json"], capture_output=True,
+                          text=True, timeout=120, cwd=tmp_path)
+    assert note.returncode == 0 and note.stderr.strip() == shown[0]
+    assert (tmp_path / "gemm.trace.json").is_file()
