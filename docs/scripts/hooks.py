@@ -50,7 +50,7 @@ def api_packages() -> list[str]:
     """``simtc`` and its public subpackages/modules, from the source tree (nothing imported).
 
     >>> api_packages()[:3]
-    ['simtc', 'simtc.cli', 'simtc.engine']
+    ['simtc', 'simtc.cli', 'simtc.cuda']
     """
     pkg = ROOT / "simtc"
     names = [p.name for p in pkg.iterdir() if p.is_dir() and (p / "__init__.py").exists()]

@@ -22,8 +22,8 @@ from simtc.cli._common import ArgumentParser, UsageError
 __all__ = ["build_parser", "main"]
 
 # Subcommand modules, in the order --help lists them.
-COMMAND_MODULES = ("tour", "smem", "tmem", "decode", "program", "simulate", "timing", "replay", "compare", "inputs",
-                   "crosscheck", "calibrate", "predict")
+COMMAND_MODULES = ("tour", "smem", "tmem", "decode", "program", "simulate", "run", "timing", "replay", "compare",
+                   "inputs", "crosscheck", "calibrate", "predict")
 
 
 def build_parser() -> argparse.ArgumentParser:

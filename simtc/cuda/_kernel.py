@@ -1,0 +1,489 @@
+"""``RawModule`` and ``RawKernel``: CuPy's raw-kernel API over simtc's PTX executor.
+
+A module is CUDA C++ compiled to PTX (:mod:`simtc.cuda.compiler`) or a ``.ptx`` file, parsed once
+(:func:`simtc.ptx.parser.parse`); a launch ``kernel(grid, block, args, shared_mem=N)`` packs the arguments against
+the kernel's PTX parameters (:func:`pack_args`) and runs the whole grid through
+:func:`simtc.ptx.executor.launch` before it returns, so the arrays hold the results at once. The
+:class:`~simtc.ptx.executor.LaunchResult` (instruction counts, ``printf`` lines, notes) is ``kernel.last_result``
+and :func:`last_launch`.
+
+Arguments are checked where a GPU would take them silently (CuPy passes each argument's own bytes, whatever the
+parameter: ``cupy/cuda/function.pyx`` ``_pointer`` and ``cupy/_core/_scalar.pyx`` ``CScalar`` at cupy/cupy 6b6d956):
+
+* an ``ndarray`` (or ``None``, a null pointer) goes to an 8-byte integer parameter (``.u64``/``.s64``/``.b64``: a
+  pointer);
+* a numpy scalar must have the parameter's size and kind (an integer for ``.u32``, a float for ``.f32``); a by-value
+  struct parameter (``.b8 name[N]``) takes a numpy scalar or a size-1 numpy array of N bytes;
+* a Python ``int`` goes to an integer parameter when it fits its width (CuPy passes it as int64: the parameter reads
+  its low bytes); a Python ``float`` only to an ``.f64`` parameter (CuPy passes a float64, so a ``float`` parameter
+  would read half of it: pass ``numpy.float32(x)``); a Python ``bool`` only to a 1-byte parameter.
+
+Anything else raises :class:`simtc.ptx.errors.LaunchError` naming the parameter.
+"""
+
+from __future__ import annotations
+
+import re
+import struct
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from simtc.cuda._array import ndarray
+from simtc.cuda._memory import MemoryPointer, UnownedMemory, default_device
+from simtc.ptx.errors import LaunchError
+
+__all__ = ["DEFAULT_MAX_DYNAMIC_SHARED", "RawKernel", "RawModule", "last_launch", "pack_args", "parse_dims"]
+
+DEFAULT_MAX_DYNAMIC_SHARED = 48 * 1024
+"""Dynamic shared memory a kernel may take without opting in: 48 KiB less its static shared memory. More needs
+``kernel.max_dynamic_shared_size_bytes`` raised first (CUDA C++ Programming Guide, "Shared Memory" for compute
+capability 9.0/10.0: allocations over 48 KB per block need dynamic shared memory and an explicit opt-in with
+``cudaFuncSetAttribute``; CUDA Runtime API, ``cudaFuncAttributes::maxDynamicSharedSizeBytes``: a launch must not
+exceed it)."""
+
+_LAST: list[Any] = []
+
+
+def last_launch():
+    """The :class:`~simtc.ptx.executor.LaunchResult` of the last launch made through :mod:`simtc.cuda` (``None``
+    before the first)."""
+    return _LAST[0] if _LAST else None
+
+
+# ---- grid and block -----------------------------------------------------------------------------------
+
+_DIMS_RULE = "grid and block are tuples of 1 to 3 positive integers, as CuPy takes them"
+_DIMS_REF = "cupy/cuda/function.pyx Function.__call__ at cupy/cupy 6b6d956"
+
+
+def parse_dims(value, what: str) -> tuple[int, int, int]:
+    """``(x, y, z)`` of a launch's ``grid`` or ``block``: a tuple of 1-3 integers >= 1, padded with 1s.
+
+    CuPy types both arguments ``tuple`` (an ``int`` is a ``TypeError`` there, so it is here too, with the fix), pads
+    them with 1s and raises a 0 or a negative size to 1; simtc refuses those sizes, as CUDA does."""
+    if not isinstance(value, tuple):
+        raise LaunchError(f"{what} must be a tuple such as ({value!r},), got {type(value).__name__} {value!r} "
+                          f"(CuPy refuses it too)", rule=_DIMS_RULE, ref=_DIMS_REF)
+    if not 1 <= len(value) <= 3:
+        raise LaunchError(f"{what} {value!r} has {len(value)} dimensions", rule=_DIMS_RULE, ref=_DIMS_REF)
+    dims = []
+    for v in value:
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
+            raise LaunchError(f"{what} {value!r}: {v!r} is not an integer", rule=_DIMS_RULE, ref=_DIMS_REF)
+        if v < 1:
+            raise LaunchError(f"{what} {value!r}: every size must be at least 1 (CuPy would launch 1 there, CUDA "
+                              "refuses it)", rule=_DIMS_RULE, ref=_DIMS_REF)
+        dims.append(int(v))
+    return (*dims, 1, 1)[:3]  # type: ignore[return-value]
+
+
+# ---- arguments -------------------------------------------------------------------------------------------
+
+_ARG_RULE = "each argument matches its kernel parameter's PTX type and size"
+_ARG_REF = "PTX ISA 9.0 §5.1.6 (kernel parameters)"
+
+
+def _type_kind(t: str) -> str:
+    return "f" if t.startswith("f") else "pred" if t == "pred" else "i"
+
+
+def _describe(p, i: int) -> str:
+    shape = "".join(f"[{d}]" for d in p.shape)
+    return f"parameter {i} ({p.name}: .{p.type}{shape}, {p.size} bytes)"
+
+
+def _pack_one(p, i: int, a) -> bytes:
+    where = _describe(p, i)
+    aggregate = bool(p.shape)
+    size = p.size
+    if isinstance(a, (ndarray, MemoryPointer)) or a is None:
+        what = "None (a null pointer)" if a is None else f"a device {'array' if isinstance(a, ndarray) else 'pointer'}"
+        if aggregate or size != 8 or _type_kind(p.type) != "i":
+            raise LaunchError(f"{what} for {where}: a pointer is an 8-byte integer parameter", rule=_ARG_RULE,
+                              ref=_ARG_REF)
+        return struct.pack("<Q", 0 if a is None else a.data.ptr if isinstance(a, ndarray) else a.ptr)
+    if isinstance(a, np.ndarray):
+        if a.size != 1:
+            raise LaunchError(f"a numpy.ndarray of shape {a.shape} for {where}: only numpy arrays of size one pass "
+                              "by value (as in CuPy); move it to the device with simtc.cuda.asarray to pass a pointer",
+                              rule=_ARG_RULE, ref=_ARG_REF)
+        if a.nbytes != size:
+            raise LaunchError(f"a numpy array of {a.nbytes} bytes ({a.dtype}) for {where}", rule=_ARG_RULE,
+                              ref=_ARG_REF)
+        return a.tobytes()
+    if isinstance(a, np.generic):
+        if a.dtype.itemsize != size:
+            raise LaunchError(f"numpy.{a.dtype.name} ({a.dtype.itemsize} bytes) for {where}", rule=_ARG_RULE,
+                              ref=_ARG_REF)
+        if not aggregate:
+            kind = "f" if a.dtype.kind in "fc" else "i" if a.dtype.kind in "iub" else "?"
+            if kind != _type_kind(p.type):
+                want = "a float" if _type_kind(p.type) == "f" else "an integer"
+                raise LaunchError(f"numpy.{a.dtype.name} for {where}: the kernel would read its bits as .{p.type}; "
+                                  f"pass {want} of {size} bytes", rule=_ARG_RULE, ref=_ARG_REF)
+        return a.tobytes()
+    if isinstance(a, bool):
+        if aggregate or size != 1:
+            raise LaunchError(f"a Python bool for {where}: CuPy passes it as 1 byte", rule=_ARG_RULE, ref=_ARG_REF)
+        return bytes([int(a)])
+    if isinstance(a, int):
+        if aggregate or _type_kind(p.type) != "i":
+            raise LaunchError(f"a Python int for {where}: CuPy passes it as an int64; pass numpy."
+                              f"{'float32' if size == 4 else 'float64' if size == 8 else 'float16'}({a})",
+                              rule=_ARG_RULE, ref=_ARG_REF)
+        bits = 8 * size
+        if not -(1 << (bits - 1)) <= a < (1 << bits):
+            raise LaunchError(f"{a} does not fit {where}", rule=_ARG_RULE, ref=_ARG_REF)
+        return (a & ((1 << bits) - 1)).to_bytes(size, "little")
+    if isinstance(a, float):
+        if aggregate or _type_kind(p.type) != "f" or size != 8:
+            fix = "numpy.float32(x)" if size == 4 and _type_kind(p.type) == "f" else "a value of the parameter's type"
+            raise LaunchError(f"a Python float for {where}: CuPy passes it as a float64 (8 bytes); pass {fix}",
+                              rule=_ARG_RULE, ref=_ARG_REF)
+        return struct.pack("<d", a)
+    if isinstance(a, (bytes, bytearray, memoryview)):
+        if len(a) != size:
+            raise LaunchError(f"{len(a)} bytes for {where}", rule=_ARG_RULE, ref=_ARG_REF)
+        return bytes(a)
+    raise LaunchError(f"{type(a).__name__} {a!r} for {where}: pass a simtc.cuda.ndarray, a numpy scalar or a Python "
+                      "int/float", rule=_ARG_RULE, ref=_ARG_REF)
+
+
+def pack_args(function, args: Sequence) -> list[bytes]:
+    """The bytes of each argument of a launch of ``function`` (a :class:`simtc.ptx.ir.Function`), in parameter order,
+    checked against the PTX parameters (see the module text); :class:`LaunchError` naming the parameter otherwise."""
+    if not isinstance(args, (tuple, list)):
+        raise LaunchError(f"args must be a tuple of the kernel's arguments, got {type(args).__name__}",
+                          rule=_ARG_RULE, ref=_ARG_REF)
+    params = function.params
+    if len(args) != len(params):
+        listed = ", ".join(f"{p.name} (.{p.type})" for p in params) or "none"
+        raise LaunchError(f"kernel {function.name} takes {len(params)} argument(s), {len(args)} given; its "
+                          f"parameters: {listed}", rule=_ARG_RULE, ref=_ARG_REF)
+    return [_pack_one(p, i, a) for i, (p, a) in enumerate(zip(params, args, strict=True))]
+
+
+# ---- static shared memory (for attributes and the 48 KiB default) ----------------------------------------
+
+def _names_in(operands, out: set[str]) -> None:
+    from simtc.ptx import ir
+
+    for op in operands:
+        if isinstance(op, ir.Sym):
+            out.add(op.name)
+        elif isinstance(op, ir.Address) and isinstance(op.base, ir.Sym):
+            out.add(op.base.name)
+        elif isinstance(op, ir.Vector):
+            _names_in(op.items, out)
+
+
+def _reachable(module, name: str) -> list:
+    """The kernel and every ``.func`` it calls (directly or not), in the order first reached."""
+    from simtc.ptx import ir
+
+    seen: dict[str, Any] = {}
+    todo = [name]
+    while todo:
+        n = todo.pop()
+        f = module.functions.get(n)
+        if f is None or n in seen:
+            continue
+        seen[n] = f
+        for ins in f.body:
+            if isinstance(ins.call_target, ir.Sym):
+                todo.append(ins.call_target.name)
+    return list(seen.values())
+
+
+def static_shared_bytes(module, name: str) -> int:
+    """Bytes of the ``.shared`` variables the kernel ``name`` (and what it calls) refers to, each at its alignment,
+    in declaration order: simtc's layout (ptxas may order them differently; the total differs at most by padding)."""
+    funcs = _reachable(module, name)
+    used: set[str] = set()
+    for f in funcs:
+        for ins in f.body:
+            _names_in(ins.operands, used)
+    variables = [v for v in module.variables if v.space == "shared" and v.name in used]
+    variables += [v for f in funcs for v in f.variables if v.space == "shared"]
+    total = 0
+    for v in variables:
+        align = v.align or v.type_size
+        total = -(-total // align) * align + v.size
+    return total
+
+
+# ---- kernels and modules ---------------------------------------------------------------------------------
+
+def cxx_base_name(mangled: str) -> str | None:
+    """The unqualified C++ name of an Itanium-mangled kernel name (``_Z6vecaddPKfS0_Pfi`` -> ``vecadd``,
+    ``_Z5scaleIfEvPT_S0_ybd`` -> ``scale``), or ``None`` for a name that is not mangled (``extern "C"``).
+
+    >>> cxx_base_name("_Z6vecaddPKfS0_Pfi"), cxx_base_name("_ZN2ns4axpyEPfi"), cxx_base_name("vector_add")
+    ('vecadd', 'axpy', None)
+    """
+    if not mangled.startswith("_Z"):
+        return None
+    s = mangled[2:]
+    nested = s.startswith("N")
+    if nested:
+        s = s[1:]
+    name = None
+    while s and s[0].isdigit():
+        m = re.match(r"\d+", s)
+        n = int(m.group(0))
+        s = s[m.end():]
+        name, s = s[:n], s[n:]
+        if not nested:
+            break
+    return name
+
+
+class RawModule:
+    """CuPy's ``RawModule``: CUDA C++ (``code=``) or a PTX file (``path=``), with kernels by name.
+
+    ``options``, ``backend`` and ``name_expressions`` as in CuPy (:mod:`simtc.cuda.compiler`); a ``.cubin`` or
+    other ELF file is refused (simtc executes PTX: compile to PTX, ``nvcc -ptx``). ``translate_cucomplex``,
+    ``enable_cooperative_groups`` and ``jitify`` are refused when true (not modelled)."""
+
+    def __init__(self, *, code: str | None = None, path: str | None = None, options: tuple = (),
+                 backend: str = "nvrtc", translate_cucomplex: bool = False, enable_cooperative_groups: bool = False,
+                 name_expressions=None, jitify: bool = False):
+        if (code is None) == (path is None):
+            raise TypeError("Exactly one of `code` and `path` keyword arguments must be given.")
+        for flag, value in (("translate_cucomplex", translate_cucomplex),
+                            ("enable_cooperative_groups", enable_cooperative_groups), ("jitify", jitify)):
+            if value:
+                raise LaunchError(f"{flag}=True is not supported by simtc.cuda", rule=f"simtc.cuda has no {flag}")
+        if name_expressions is not None:
+            if code is None:
+                raise ValueError("need CUDA C++ code for the requested kernels")
+            if backend != "nvrtc":
+                raise ValueError("only nvrtc supports retrieving the mangled names for the given name expressions")
+            name_expressions = tuple(name_expressions)
+        self.code = code
+        self.file_path = path
+        self.options = tuple(options) if path is None else ()
+        self.backend = backend if path is None else "nvcc"
+        self.name_expressions = name_expressions
+        self._module = None
+        self._mapping: dict[str, str] = {}
+        self._source_name = "<ptx>"
+        self._kernels: dict[str, RawKernel] = {}
+
+    @property
+    def module(self):
+        """The parsed :class:`simtc.ptx.ir.Module` (compiled and parsed on first use, as CuPy compiles lazily)."""
+        if self._module is None:
+            from simtc.cuda.compiler import compile_to_ptx, parse_ptx
+
+            if self.code is not None:
+                if not isinstance(self.options, tuple):
+                    raise TypeError("options must be a tuple")
+                ptx, self._mapping = compile_to_ptx(self.code, options=self.options, backend=self.backend,
+                                                    name_expressions=self.name_expressions or ())
+                self._source_name = "kernel.cu"
+            else:
+                ptx = _read_ptx(self.file_path)
+                self._source_name = str(self.file_path)
+            self._module = parse_ptx(ptx, name=self._source_name)
+        return self._module
+
+    def compile(self, log_stream=None) -> None:
+        """Compile (and parse) now rather than at the first use."""
+        _ = self.module
+
+    def get_function(self, name: str) -> RawKernel:
+        """The kernel ``name``: its PTX entry name, or one of the ``name_expressions`` (a C++ template instance)."""
+        module = self.module
+        entry = self._mapping.get(name, name)
+        if entry not in self._kernels:
+            find_kernel(module, entry, shown=name)
+            k = RawKernel.__new__(RawKernel)
+            k._init(None, entry, self.options, self.backend, module=self)
+            self._kernels[entry] = k
+        return self._kernels[entry]
+
+    def get_global(self, name: str) -> MemoryPointer:
+        """A pointer to a module-scope ``__device__`` or ``__constant__`` variable (``cupy.RawModule.get_global``)."""
+        module = self.module
+        var = next((v for v in module.variables if v.name == name and v.space in ("global", "const")), None)
+        if var is None:
+            known = ", ".join(v.name for v in module.variables if v.space in ("global", "const")) or "none"
+            raise LaunchError(f"no __device__ or __constant__ variable {name!r} in the module; it has: {known}",
+                              rule="get_global names a module-scope global or constant variable")
+        dev = default_device()
+        img = dev.load(module)
+        addr = dev.address_of(img, name)
+        if var.space == "global":
+            data = dev.memory.view(addr, var.size)
+        else:
+            offset = img.const_vars[name]
+            data = img.const_bank[offset:offset + var.size]
+        return MemoryPointer(UnownedMemory(addr, var.size, dev, data))
+
+
+def _read_ptx(path) -> str:
+    p = Path(path)
+    data = p.read_bytes()
+    if data[:4] == b"\x7fELF" or p.suffix.lower() in (".cubin", ".fatbin", ".o"):
+        raise LaunchError(f"{p}: a cubin or fatbin is machine code; simtc executes PTX (compile with nvcc -ptx, or "
+                          "give the CUDA source)", rule="simtc executes PTX modules")
+    try:
+        return data.decode()
+    except UnicodeDecodeError:
+        raise LaunchError(f"{p}: not PTX text (not UTF-8)", rule="simtc executes PTX modules") from None
+
+
+def find_kernel(module, name: str, *, shown: str | None = None):
+    """The ``.entry`` ``name`` of ``module``; a :class:`LaunchError` listing the kernels (with their C++ names)
+    otherwise."""
+    f = module.functions.get(name)
+    if f is not None and f.entry:
+        return f
+    kernels = module.kernels()
+    listed = ", ".join(k + (f" (C++ {b})" if (b := cxx_base_name(k)) else "") for k in kernels) or "none"
+    hint = ""
+    matches = [k for k in kernels if cxx_base_name(k) == name]
+    if matches:
+        hint = (f"; {name} is a C++ kernel, whose PTX name is mangled: use {matches[0]!r}, declare it extern \"C\", "
+                "or give name_expressions (as with CuPy)")
+    raise LaunchError(f"no kernel {shown or name!r} in the module; it has: {listed}{hint}",
+                      rule="a kernel is named as its .entry in the PTX")
+
+
+class RawKernel:
+    """CuPy's ``RawKernel(code, name, options=(), backend='nvrtc')``: one kernel, compiled on first use, launched
+    with ``kernel(grid, block, args, shared_mem=0)``."""
+
+    def __init__(self, code: str, name: str, options: tuple = (), backend: str = "nvrtc", *,
+                 translate_cucomplex: bool = False, enable_cooperative_groups: bool = False, jitify: bool = False):
+        if not isinstance(code, str) or not isinstance(name, str):
+            raise TypeError("RawKernel(code: str, name: str, ...)")
+        module = RawModule(code=code, options=options, backend=backend, translate_cucomplex=translate_cucomplex,
+                           enable_cooperative_groups=enable_cooperative_groups, jitify=jitify)
+        self._init(code, name, options, backend, module=module)
+
+    def _init(self, code, name, options, backend, *, module: RawModule) -> None:
+        self.code = code
+        self.name = name
+        self.__name__ = name
+        self.options = options
+        self.backend = backend
+        self._raw_module = module
+        self._max_dynamic: int | None = None
+        self.last_result = None
+
+    # ---- the parsed kernel -----------------------------------------------------------------------
+    @property
+    def module(self):
+        """The parsed :class:`simtc.ptx.ir.Module` this kernel lives in."""
+        return self._raw_module.module
+
+    @property
+    def function(self):
+        """The kernel's :class:`simtc.ptx.ir.Function` (its parameters, body, directives)."""
+        return find_kernel(self.module, self.name)
+
+    def compile(self, log_stream=None) -> None:
+        _ = self.function
+
+    # ---- attributes (CuPy's names; the meaningful ones) -------------------------------------------
+    @property
+    def shared_size_bytes(self) -> int:
+        """Static shared memory of the kernel (:func:`static_shared_bytes`)."""
+        return static_shared_bytes(self.module, self.function.name)
+
+    @property
+    def max_threads_per_block(self) -> int:
+        """1024, or fewer when the kernel says ``.maxntid``/``.reqntid`` (PTX ISA 9.0 §11.4)."""
+        d = self.function.directives
+        for key in ("reqntid", "maxntid"):
+            if key in d:
+                return int(np.prod(d[key]))
+        return 1024
+
+    @property
+    def local_size_bytes(self) -> int:
+        """Bytes of ``.local`` variables (the ``__local_depot``) of the kernel."""
+        return sum(v.size for v in self.function.variables if v.space == "local")
+
+    @property
+    def const_size_bytes(self) -> int:
+        """Bytes of the module's ``.const`` variables."""
+        return sum(v.size for v in self.module.variables if v.space == "const")
+
+    @property
+    def ptx_version(self) -> int:
+        """The module's ``.version`` as 10 * major + minor."""
+        major, _, minor = self.module.version.partition(".")
+        return 10 * int(major) + int(minor or 0)
+
+    @property
+    def max_dynamic_shared_size_bytes(self) -> int:
+        """The most dynamic shared memory a launch may ask for: 48 KiB less the static shared memory until it is
+        raised (:data:`DEFAULT_MAX_DYNAMIC_SHARED`). Settable, up to the opt-in limit less the static shared memory
+        (CUDA Runtime API, ``cudaFuncSetAttribute``: the sum may not exceed ``cudaDevAttrMaxSharedMemoryPerBlockOptin``,
+        227 KiB on sm_90/sm_100, :data:`simtc.smem.memory.SMEM_CAPACITY`)."""
+        if self._max_dynamic is None:
+            return max(0, DEFAULT_MAX_DYNAMIC_SHARED - self.shared_size_bytes)
+        return self._max_dynamic
+
+    @max_dynamic_shared_size_bytes.setter
+    def max_dynamic_shared_size_bytes(self, nbytes: int) -> None:
+        limit = self._optin_limit()
+        static = self.shared_size_bytes
+        if isinstance(nbytes, bool) or not isinstance(nbytes, (int, np.integer)) or nbytes < 0 \
+                or nbytes + static > limit:
+            raise LaunchError(f"max_dynamic_shared_size_bytes = {nbytes!r}: with {static} bytes of static shared "
+                              f"memory at most {limit - static} bytes (CUDA_ERROR_INVALID_VALUE on a GPU)",
+                              rule="dynamic + static shared memory <= the opt-in limit per block",
+                              ref="CUDA Runtime API, cudaFuncSetAttribute "
+                                  "(cudaFuncAttributeMaxDynamicSharedMemorySize)")
+        self._max_dynamic = int(nbytes)
+
+    def _optin_limit(self) -> int:
+        from simtc.smem.memory import SMEM_CAPACITY
+
+        target = self.module.target[0] if self.module.target else ""
+        key = "sm100" if target.startswith(("sm_10", "sm_11", "sm_12")) else "sm90"
+        return SMEM_CAPACITY[key]
+
+    @property
+    def attributes(self) -> dict[str, int]:
+        """The attributes simtc can state (CuPy's ``attributes`` keys that mean something for a PTX kernel)."""
+        return {"max_threads_per_block": self.max_threads_per_block, "shared_size_bytes": self.shared_size_bytes,
+                "const_size_bytes": self.const_size_bytes, "local_size_bytes": self.local_size_bytes,
+                "ptx_version": self.ptx_version, "max_dynamic_shared_size_bytes": self.max_dynamic_shared_size_bytes}
+
+    # ---- the launch ------------------------------------------------------------------------------
+    def __call__(self, grid, block, args, *, shared_mem: int = 0, stream=None, enable_cooperative_groups=False):
+        """Run the whole grid now (as ``cupy.RawKernel.__call__``, which then returns at once); the arrays hold the
+        results when it returns. Returns ``None`` as CuPy does; the result is :attr:`last_result`."""
+        from simtc.ptx.executor import launch
+
+        function = self.function
+        g = parse_dims(grid, "grid")
+        b = parse_dims(block, "block")
+        if isinstance(shared_mem, bool) or not isinstance(shared_mem, (int, np.integer)) or shared_mem < 0:
+            raise LaunchError(f"shared_mem={shared_mem!r}: a number of bytes >= 0",
+                              rule="dynamic shared memory is a byte count")
+        limit = self.max_dynamic_shared_size_bytes
+        if shared_mem > limit:
+            raise LaunchError(f"shared_mem={shared_mem} bytes of dynamic shared memory, more than the kernel's "
+                              f"max_dynamic_shared_size_bytes ({limit}); raise it first (kernel."
+                              f"max_dynamic_shared_size_bytes = {shared_mem}), as on the GPU, where the launch fails "
+                              "with CUDA_ERROR_INVALID_VALUE",
+                              rule="a launch takes at most max_dynamic_shared_size_bytes",
+                              ref="CUDA Runtime API, cudaFuncAttributes::maxDynamicSharedSizeBytes")
+        packed = pack_args(function, args)
+        result = launch(self.module, function.name, grid=g, block=b, args=packed, shared_mem=int(shared_mem),
+                        device=default_device())
+        self.last_result = result
+        _LAST[:] = [result]
+        return None
+
+    def __repr__(self) -> str:
+        return f"<simtc.cuda.RawKernel {self.name}>"
