@@ -4,18 +4,24 @@
 # FlashMLA's SM100 sparse-decode kernel for 64 heads (`head64`) computes the scores P = Q·Kᵀ of 64 heads × 64 KV
 # tokens over 576 head dims with **18** `tcgen05.mma.ws` instructions of K = 16 per block of tokens. 18 × 16 = 288 is
 # *half* of 576, and there is no second loop (FlashMLA `csrc/sm100/decode/head64/kernel.cuh` lines 531-573 at
-# `9241ae3`). Learners ask two questions:
+# `9241ae3`). Learners ask three questions:
 #
 # * **Q1.** Why is the K extent halved with no second loop — where in FlashMLA's code do the "/2"s come from?
 # * **Q2.** What does the P_lo/P_hi reduction cost, and why is it still worth it?
+# * **Q3.** Does the memory calculation of `tA_frag` in `gemm.cuh` matter? CuTe builds the A fragment's TMEM layout
+#   with `make_fragment_A(partition_shape_A(...))`, and the kernel then overwrites its data pointer with
+#   `tmem_cols::Q` — what of CuTe's computation reaches the hardware (section 8)?
 #
 # **Running it.** Install simtc with its `notebooks` extra as the README says (`pip install -e ".[notebooks]"`:
 # JupyterLab and ipywidgets), open this notebook (`jupyter lab notebooks/03_dual_gemm.ipynb`) and *Run All*: it
 # takes about ten seconds and ends by asserting what it teaches. Section 3 ends with a widget to step through the
 # kernel yourself.
 #
-# **Sources.** The quotations of FlashMLA are from `deepseek-ai/FlashMLA` at commit `9241ae3`, with file and lines
-# (for example https://github.com/deepseek-ai/FlashMLA/blob/9241ae3/csrc/sm100/decode/head64/config.h). Tags as in
+# **Sources.** FlashMLA is cited from `deepseek-ai/FlashMLA` at commit `9241ae3` by file and lines (for example
+# https://github.com/deepseek-ai/FlashMLA/blob/9241ae3/csrc/sm100/decode/head64/config.h), CUTLASS from
+# `NVIDIA/cutlass` at `147f567` (the CUTLASS FlashMLA pins); open the lines beside the notebook. What they say is put
+# in simtc's words; the code quoted is the short expressions the questions and the explanation turn on (`B_TOPK*2`,
+# `tmem_cols::Q`, ...), and each is checked against simtc's numbers below. Tags as in
 # `docs/sources.md`: **[kernel]** FlashMLA source, **[cutlass]** CUTLASS/CuTe code, **[doc]** PTX ISA 9.0,
 # **[inferred]** our reading, not documented. One rule the technique rests on is **[inferred]**: that each lane half
 # of a `.ws` M=64 MMA reads A from its own 64 lanes (notebook 02 §7). Nothing here has run on a Blackwell GPU: the
@@ -25,13 +31,18 @@
 # (notebook 04), and each statement of a cost below names the parameters it rests on.
 
 # %%
+import gzip
+import json
 import types
+from pathlib import Path
 
 import attrs
 import numpy as np
+import pycute
 from IPython.display import display
 from rich.table import Table
 
+import simtc
 from simtc.engine import Engine
 from simtc.engine.handlers import parameters_of
 from simtc.engine.issue import block_cost
@@ -40,6 +51,7 @@ from simtc.engine.sensitivity import sensitivity
 from simtc.engine.stepper import Stepper
 from simtc.engine.tensor_pipe import mma_spec_of
 from simtc.engine.timing import mma_ii_bounds, mma_spec
+from simtc.errors import SimtcError
 from simtc.isa.tcgen05 import Mma
 from simtc.kernels.flashmla import (
     B_H,
@@ -68,15 +80,25 @@ from simtc.kernels.flashmla.alternatives import (
     exchange_cost,
     exchange_instructions,
     exchange_parameters,
-    exchange_records,
     layout_f,
+    no_exchange,
     prefill_overlap,
     ss_q_smem,
     tensor_pipe_per_block,
 )
 from simtc.kernels.flashmla.constants import INSTR_K
+from simtc.kernels.flashmla.fragment import (
+    LANE_STRIDE_16,
+    a_reads_outside,
+    qk_a_addresses,
+    readdress_qk_a,
+    split_address,
+    tmem_address,
+)
+from simtc.kernels.flashmla.head64 import head64_program
 from simtc.kernels.flashmla.plan import NOPE_TILE, NOPE_VIEW, ROPE_VIEW
 from simtc.kernels.flashmla.replay import make_inputs, replay, stepper
+from simtc.kernels.flashmla.story import exchange_share
 from simtc.numerics import decode_bits, tensor_core_mma
 from simtc.render.mma import InstrDescriptorView
 from simtc.render.smem import DescriptorView
@@ -86,6 +108,8 @@ from simtc.render.widget import StepperWidget, show_steps
 from simtc.semantics import Cta, execute
 from simtc.smem.memory import SMEM_CAPACITY
 from simtc.tmem import cp_shape, datapath_layout
+
+DATA = Path(simtc.__file__).resolve().parents[1] / "tests" / "data"      # the recordings and CuTe's oracle
 
 # %% [markdown]
 # ## 1. The request and one QK step
@@ -108,23 +132,20 @@ print(f"Q {q.shape}, K {k.shape}; {len(copies)} tcgen05.cp of Q, {len(mmas)} tcg
 # %% [markdown]
 # ## 2. Where the "/2"s are: FlashMLA's code beside the placement it causes
 #
-# The halving is written into six places of FlashMLA's source. Each quotation below (file and lines at `9241ae3`)
-# is followed by simtc's picture of the placement it causes, and the code cell checks that the numbers in the
-# quotation are the ones simtc's model of the kernel uses.
+# The halving is written into six places of FlashMLA's source. Each is cited below (file and lines at `9241ae3`),
+# with the expression that carries the "/2" or "*2", and followed by simtc's picture of the placement it causes; the
+# code cell checks that the numbers in the expression are the ones simtc's model of the kernel uses.
 #
 # ### 2.1 The instruction: N = B_TOPK × 2
 #
-# FlashMLA `csrc/sm100/decode/head64/config.h` lines 196-198 at `9241ae3` [kernel]:
-#
-# ```cpp
-# using TiledMMA_P = decltype(make_tiled_mma(
-#     SM100_MMA_F16BF16_WS_TS_NOELECT<bf16, bf16, float, B_H, B_TOPK*2, UMMA::Major::K, UMMA::Major::K>{}
-# )); // *2 for dual gemm
-# ```
+# FlashMLA `csrc/sm100/decode/head64/config.h` lines 196-198 at `9241ae3` [kernel] define the QK MMA, `TiledMMA_P`,
+# as one atom of FlashMLA's own `.ws` TS MMA (`SM100_MMA_F16BF16_WS_TS_NOELECT`, defined in
+# `csrc/kerutils/include/kerutils/device/sm100/gemm.cuh` lines 13-43) with bf16 operands, an fp32 accumulator, both
+# operands K-major, M = `B_H` and N = `B_TOPK*2`; the line's comment says the factor 2 is for the dual GEMM.
 #
 # One `tcgen05.mma.ws` (`WS`) with A in TMEM (`TS`), M = B_H = 64 heads and **N = B_TOPK × 2 = 128**: twice the 64
-# tokens of a block. K is 16 per instruction ("Logical shape-K is always 256 bits", FlashMLA
-# `csrc/kerutils/include/kerutils/device/sm100/gemm.cuh` lines 63-64 at `9241ae3`). simtc's descriptor of it:
+# tokens of a block. K is 16 per instruction: the atom's K is 256 bits of its element type (`gemm.cuh` lines 63-64
+# at `9241ae3`), 16 bf16. simtc's descriptor of it:
 
 # %%
 assert (QK_IDESC.m, QK_IDESC.n, INSTR_K) == (B_H, B_TOPK * 2, 256 // 16)   # B_H, B_TOPK*2; 256 bits of bf16
@@ -133,7 +154,7 @@ InstrDescriptorView(QK_IDESC)
 # %% [markdown]
 # With `.ws` and M = 64 the result uses **Layout E** (PTX ISA 9.0 §9.7.16.10.5 [doc]; [cutlass]): D[m][n] goes to
 # lane m + 64·⌊n/64⌋, column n mod 64. The 128 columns of D become two 64-column halves, one per lane half, both
-# in TMEM columns 400–463 (`tmem_cols::P = 400`, `config.h` line 79 at `9241ae3`):
+# in TMEM columns 400–463 (`tmem_cols::P` is 400, `config.h` line 79 at `9241ae3`):
 
 # %%
 layout_e = datapath_layout(64, 2 * B_TOPK, ws=True)
@@ -144,32 +165,12 @@ LayoutView(layout_e, c0=P_COLUMN)
 # ### 2.2 Q into TMEM: a 128-row view of 64-row tiles
 #
 # FlashMLA `csrc/sm100/decode/head64/kernel.cuh` lines 466-487 at `9241ae3` [kernel] (the MMA warp, once per
-# request):
-#
-# ```cpp
-# UMMA::SmemDescriptor sQ_desc = UMMA::make_umma_desc<UMMA::Major::K>(
-#     make_tensor(
-#         make_smem_ptr(plan.u.qo.q.data()),
-#         tile_to_shape(
-#             UMMA::Layout_K_SW128_Atom<bf16>{},
-#             Shape<Int<B_H*2>, Int<64>>{}  // *2 to leverage dual GEMM
-#         )
-#     )
-# );
-# static_assert(D_Q_SW128%128 == 0);
-# CUTE_UNROLL
-# for (int tile_idx = 0; tile_idx < D_Q_SW128/128; ++tile_idx) {
-#     // Each tile: 64 x (64*2) logically, 128 x 64 bf16 on TMEM
-#     CUTE_UNROLL
-#     for (int subtile_idx = 0; subtile_idx < 64/16; ++subtile_idx) {
-#         // Each subtile: 64 x (16*2) logically, 128 x 16 bf16 (128dp256b) on TMEM
-#         SM100_UTCCP_128dp256bit_1cta::copy(
-#             sQ_desc + (tile_idx*(B_H*128) + subtile_idx*16) * 2 / 16,
-#             tmem_cols::Q + tile_idx*32 + subtile_idx*8
-#         );
-#     }
-# }
-# ```
+# request): the warp makes one shared-memory descriptor of Q, viewing Q's bytes as the K-major SW128 atom tiled to
+# `B_H*2` rows × 64 columns (the comment: the factor 2 leverages the dual GEMM), and then loops over
+# `D_Q_SW128/128` tiles and, inside each, `64/16` subtiles. Each iteration is one 128-lane × 256-bit copy
+# (`SM100_UTCCP_128dp256bit_1cta`) from the descriptor advanced by `(tile_idx*(B_H*128) + subtile_idx*16) * 2 / 16`
+# into the TMEM column `tmem_cols::Q + tile_idx*32 + subtile_idx*8`; the loops' comments say each tile is 64 heads ×
+# 128 dims logically and 128 lanes × 64 bf16 in TMEM.
 #
 # Q sits in shared memory as eight 64 × 64 SW128 tiles (tile t = dims 64t … 64t+63 of the 64 heads, 8 KiB each).
 # The copy's descriptor describes **B_H × 2 = 128 rows**, so rows 64–127 of its view are the *next* tile: the odd
@@ -180,10 +181,10 @@ LayoutView(layout_e, c0=P_COLUMN)
 CpView(cp_shape("128x256b"), max_rows=8)
 
 # %% [markdown]
-# So lanes 0–63 receive Q's even 64-dim chunks and lanes 64–127 the odd ones of the same heads: "64 x (64*2)
-# logically, 128 x 64 bf16 on TMEM". The loop bounds count the copies — D_Q_SW128/128 = 4 views × 64/16 = 4 slices =
-# 16, plus 2 of the RoPE dims (lines 489-512) = 18 — and the two expressions give each copy's source (the descriptor
-# counts 16-byte units, hence `* 2 / 16` on a bf16 index) and TMEM column. simtc's copies against both:
+# So lanes 0–63 receive Q's even 64-dim chunks and lanes 64–127 the odd ones of the same heads: 64 heads × 128 dims
+# per view, held as 128 lanes × 64 bf16. The loop bounds count the copies — D_Q_SW128/128 = 4 views × 64/16 = 4
+# slices = 16, plus 2 of the RoPE dims (lines 489-512) = 18 — and the two expressions give each copy's source (the
+# descriptor counts 16-byte units, hence `* 2 / 16` on a bf16 index) and TMEM column. simtc's copies against both:
 
 # %%
 q0 = SMEM_V32["q"].offset
@@ -229,26 +230,15 @@ print("every cell of columns 256-399 equals Q at those dims:", q_placed)
 # %% [markdown]
 # ### 2.3 `Q_Tail`: Q over all 128 lanes, so half the columns
 #
-# FlashMLA `csrc/sm100/decode/head64/config.h` lines 71-80 at `9241ae3` [kernel]:
-#
-# ```cpp
-# // Tensor memory columns
-# struct tmem_cols {
-#     //   0 ~ 256: output
-#     // 256 ~ 256 + 64*D_Q/256: Q
-#     // 400 ~ 464: P
-#     static constexpr int O = 0;
-#     static constexpr int Q = 256;
-#     static constexpr int Q_Tail = 256 + B_H*D_NOPE/2/128;
-#     static constexpr int P = 400;
-# };
-# ```
+# FlashMLA `csrc/sm100/decode/head64/config.h` lines 71-80 at `9241ae3` [kernel] assign the kernel's TMEM columns,
+# `struct tmem_cols`: O from column 0, `tmem_cols::Q` = 256, `tmem_cols::Q_Tail` = `256 + B_H*D_NOPE/2/128` and
+# `tmem_cols::P` = 400; the struct's comment gives O the columns up to 256, Q the next `64*D_Q/256`, and P 400-464.
 #
 # Read `B_H*D_NOPE/2/128` as: 64 heads × 512 NoPE dims of bf16, two bf16 per 32-bit cell (/2), spread over **all 128
 # lanes** (/128) = 128 columns. Q has 64 rows (heads) but fills 128 lanes, because each lane half holds half of every
 # head's dims: the dual GEMM's halving is the /128 where a 64-row Q would need /64 (256 columns). The RoPE copies
-# write behind it (`kernel.cuh` line 509 at `9241ae3`: `tmem_cols::Q + (B_H*D_Q_SW128/2/128) + tile_idx*16 +
-# subtile_idx*8`), 64 × 64 RoPE dims / 2 / 128 = 16 columns ending at 399, where P begins (the comment's
+# write behind it (`kernel.cuh` line 509 at `9241ae3`: their column is `tmem_cols::Q` plus `B_H*D_Q_SW128/2/128` plus
+# 16 a tile and 8 a subtile), 64 × 64 RoPE dims / 2 / 128 = 16 columns ending at 399, where P begins (the comment's
 # 64·D_Q/256 = 144 columns of Q). simtc's map of the kernel's TMEM:
 
 # %%
@@ -262,49 +252,24 @@ TmemMapView(regions=TMEM_V32)
 # %% [markdown]
 # ### 2.4 A: fragments of half the dims, and one loop over them
 #
-# FlashMLA `csrc/sm100/decode/head64/kernel.cuh` lines 537-552 at `9241ae3` [kernel] (the MMA warp, every block; two
-# long lines wrapped, lines 543-546 — the wait for the NoPE part — left out):
+# FlashMLA `csrc/sm100/decode/head64/kernel.cuh` lines 537-552 at `9241ae3` [kernel] (the MMA warp, every block)
+# issues the QK MMAs in two calls, RoPE part first. For each part the warp makes the A fragment with
+# `make_fragment_A(partition_shape_A(...))`, for a tile of `B_H` rows × `D_ROPE/2` dims (lines 537-538), then
+# `D_NOPE/2` dims (547-548); sets the fragment's data pointer to `tmem_cols::Q_Tail` (line 540), then `tmem_cols::Q`
+# (line 550); views the K buffer's RoPE part through `SmemLayoutKTiles_DualGemm_SW64<2/2>`, the NoPE part through
+# `SmemLayoutKTiles_DualGemm_SW128<512/64/2>` (section 2.5); and calls `utcmma_ts`, clearing the accumulator for the
+# RoPE call and accumulating for the NoPE one. Between the two, lines 543-546 wait for the NoPE part of K.
 #
-# ```cpp
-# Tensor tQ_rope = tiled_mma_P.get_slice(_0{}).make_fragment_A(
-#     partition_shape_A(tiled_mma_P, Shape<Int<B_H>, Int<D_ROPE/2>>{})
-# );
-# tQ_rope.data().get() = tmem_cols::Q_Tail;
-# Tensor sK_rope = make_tensor(make_smem_ptr(plan.u.kv.dequant[rs.buf_idx].rope.data()),
-#                              SmemLayoutKTiles_DualGemm_SW64<2/2>{});
-# ku::utcmma_ts(tiled_mma_P, tQ_rope, sK_rope, tP, true);
-#
-# Tensor tQ_nope = tiled_mma_P.get_slice(_0{}).make_fragment_A(
-#     partition_shape_A(tiled_mma_P, Shape<Int<B_H>, Int<D_NOPE/2>>{})
-# );
-# tQ_nope.data().get() = tmem_cols::Q;
-# Tensor sK_nope = make_tensor(make_smem_ptr(plan.u.kv.dequant[rs.buf_idx].nope.data()),
-#                              SmemLayoutKTiles_DualGemm_SW128<512/64/2>{});
-# ku::utcmma_ts(tiled_mma_P, tQ_nope, sK_nope, tP, false);
-# ```
-#
-# and the one loop, in `utcmma_ts`, FlashMLA `csrc/kerutils/include/kerutils/device/sm100/helpers.cuh` lines 66-75 at
-# `9241ae3`:
-#
-# ```cpp
-# CUTE_UNROLL
-# for (int k = 0; k < size<2>(tA_frag); ++k) {
-#     cute::gemm(
-#         tiled_mma,
-#         tA_frag(_, _, k),
-#         sB_frag(_, _, k),
-#         tC_frag
-#     );
-#     tiled_mma.accumulate_ = UMMA::ScaleOut::One;
-# }
-# ```
+# `utcmma_ts` (`csrc/kerutils/include/kerutils/device/sm100/helpers.cuh` lines 47-76 at `9241ae3`) is the one loop:
+# for k over the fragment's k-blocks (`size<2>(tA_frag)`), one `cute::gemm` of A's k-block k with B's, accumulating
+# from the second on. What of the fragment those instructions receive is Q3 (section 8).
 #
 # The A fragments are **B_H × D_ROPE/2** and **B_H × D_NOPE/2**: the instruction sees Q as 64 rows of 32 + 256 = 288
 # dims — half of 576, because the other half sits in the other lane half at the same columns. `utcmma_ts` issues one
 # instruction per K = 16 slice: 32/16 = 2 RoPE and 256/16 = 16 NoPE instructions, **18**, each reading 8 TMEM
-# columns (16 bf16) from `Q_Tail` and from `Q` on; the first overwrites P (`true`: clear the accumulator), the rest
-# add to it. simtc's 18 records, with the dims each lane half of A reads (section 2.2) beside the K dims the same
-# rows of B read (section 2.5):
+# columns (16 bf16) from `Q_Tail` and from `Q` on; the first overwrites P (the RoPE call clears the accumulator),
+# the rest add to it. simtc's 18 records, with the dims each lane half of A reads (section 2.2) beside the K dims the
+# same rows of B read (section 2.5):
 
 # %%
 d16 = np.arange(16)
@@ -348,16 +313,8 @@ print(f"RoPE: D_ROPE/2/16 = {D_ROPE // 2 // INSTR_K} instructions from Q_Tail = 
 # ### 2.5 B: the dual-GEMM view of K, `<512/64/2>`
 #
 # FlashMLA `csrc/sm100/decode/head64/config.h` lines 120-125 at `9241ae3` [kernel] (the SW64 RoPE twin is lines
-# 143-148):
-#
-# ```cpp
-# template<int NUM_TILES>
-# using SmemLayoutKTiles_DualGemm_SW128 = decltype(coalesce(tile_to_shape(
-#     UMMA::Layout_K_SW128_Atom<bf16>{},
-#     Shape<Int<B_H*2>, Int<64*NUM_TILES>>{},
-#     Step<_1, _2>{}
-# ), Shape<_1, _1>{}));
-# ```
+# 143-148) define `SmemLayoutKTiles_DualGemm_SW128<NUM_TILES>`: the K-major SW128 atom tiled to `B_H*2` rows ×
+# `64*NUM_TILES` columns, rows first, coalesced.
 #
 # The dequant warps write K exactly like Q: eight 64 × 64 SW128 tiles (tile t = dims 64t … 64t+63 of the 64 tokens;
 # `SmemLayoutKTiles_SW128`, lines 113-118, has `B_H` rows). The QK instruction's B reads the same bytes through a
@@ -382,19 +339,8 @@ DescriptorView(nope_mmas[0].b_desc)
 # ### 2.6 P_lo and P_hi: two partial sums in the two lane halves
 #
 # FlashMLA `csrc/sm100/decode/head64/kernel.cuh` lines 166-174 at `9241ae3` [kernel] (the softmax warpgroup, every
-# block):
-#
-# ```cpp
-# // Load P
-# float p[B_TOPK/2], p_peer[B_TOPK/2];
-# if (warp_idx < 2) {
-#     ku::tmem_ld_32dp32bNx<B_TOPK/2>(tmem_cols::P, p);
-#     ku::tmem_ld_32dp32bNx<B_TOPK/2>(tmem_cols::P+32, p_peer);
-# } else {
-#     ku::tmem_ld_32dp32bNx<B_TOPK/2>(tmem_cols::P, p_peer);
-#     ku::tmem_ld_32dp32bNx<B_TOPK/2>(tmem_cols::P+32, p);
-# }
-# ```
+# block) load P: two `B_TOPK/2`-column loads per warp (`tmem_ld_32dp32bNx`), of `tmem_cols::P` and `tmem_cols::P+32`.
+# Warps 0 and 1 keep the first in `p` and the second in `p_peer`; warps 2 and 3 the other way round.
 #
 # After the 18 instructions, lanes 0–63 hold the even-chunk product **P_lo** (a sum over dims {0–63, 128–191,
 # 256–319, 384–447} ∪ {512–543}) and lanes 64–127 the odd-chunk product **P_hi** (the other 288 dims), each for all 64
@@ -521,10 +467,11 @@ display(widget)
 # ## 4. One instruction, two independent products — and P bit for bit
 #
 # Each lane half reads A from **its own** 64 lanes **[inferred]** (notebook 02 §7: CUTLASS's `.ws` fragments,
-# `tcgen05.cp .warpx2::02_13`, and FlashMLA's own comment that A "should be duplicated", `gemm.cuh` line 59 at
-# `9241ae3`). Lanes 0–63 hold Q's even chunks and lanes 64–127 the odd ones (section 2.2); B rows 0–63 are K's even
-# chunks and rows 64–127 the odd ones (section 2.5). So lanes 0–63 compute Q_even·K_evenᵀ and lanes 64–127
-# Q_odd·K_oddᵀ: two independent 64×64×16 products in one instruction, both landing in columns 400–463.
+# `tcgen05.cp .warpx2::02_13`, and FlashMLA's own comment at `gemm.cuh` line 59 at `9241ae3`, which says the A
+# fragment should really be the duplicated kind). Lanes 0–63 hold Q's even chunks and lanes 64–127 the odd ones
+# (section 2.2); B rows 0–63 are K's even chunks and rows 64–127 the odd ones (section 2.5). So lanes 0–63 compute
+# Q_even·K_evenᵀ and lanes 64–127 Q_odd·K_oddᵀ: two independent 64×64×16 products in one instruction, both landing in
+# columns 400–463.
 #
 # Check it on the model: run **one** instruction (NoPE k = 0, overwriting P) on a fresh copy of the step, and compare
 # each lane half with its own 64×64×16 `tensor_core_mma`:
@@ -690,24 +637,16 @@ print(f"block {run.rescale_blocks} also rescales O (4 chunks of O loaded, scaled
 #
 # The exchange's cycles lie on the softmax warps' path; how many of them show in the kernel's time? Take the same
 # Program without the exchange — no second P load, stores, pair barrier or loads, and the add block without its 16
-# FADD2 (`alternatives.exchange_records`) — and run it on the engine (timing only: without the exchange the numbers
-# would be wrong, the time is what we ask for). The difference per block is what each lane holding full scores would
-# save, if it could:
+# FADD2 (`alternatives.no_exchange`, the records `alternatives.exchange_records` lists) — and run it on the engine
+# with the same O rescale (timing only: without the exchange the numbers would be wrong, the time is what we ask
+# for). The difference is what each lane holding full scores would save, if it could. `story.exchange_share` makes
+# the statement, with the whole each fraction is of: the steady-state block (the mean of blocks 1-3, block 2's O
+# rescale included, as this request's data decides) or the whole request. `simtc tour` prints the same statement of
+# the same replay:
 
 # %%
-def without_fadd2_of(block):
-    """The add block without the 16 FADD2 that add the halves (and without the partner's registers they read)."""
-    return attrs.evolve(block, counts=tuple(x for x in block.counts if x[0] != "FADD2"),
-                        chain=tuple(x for x in block.chain if x[0] != "FADD2"),
-                        regs_read=tuple(x for x in block.regs_read if not x.startswith("pin")))
-
-
-adds = {id(r): r for r in program.role("softmax").records if getattr(r, "name", "") == "add, mask, row max"}
-dropped = {id(r) for r in exchange_records(program)} - adds.keys()       # the 2nd P load, stores, barrier, loads
-without = attrs.evolve(program, name=program.name + "-no-exchange", roles=tuple(
-    attrs.evolve(role, records=tuple(without_fadd2_of(r) if id(r) in adds else r
-                                     for r in role.records if id(r) not in dropped))
-    if role.name == "softmax" else role for role in program.roles))
+without = no_exchange(program)
+share = exchange_share(run)
 
 
 def per_block_steady(prog, timing=None) -> float:
@@ -719,13 +658,14 @@ def per_block_steady(prog, timing=None) -> float:
     return (at[-1] - at[0]) / (len(at) - 1)
 
 
-with_ex, without_ex = run.cycles_per_block_steady, per_block_steady(without)
-saved = with_ex - without_ex
+without_steady = per_block_steady(without)
+saved = share.saved_per_block
 on_path = run.critical_path.get("softmax", 0) / sum(run.critical_path.values())
-print(f"per block: {with_ex:,.0f} cycles with the exchange, {without_ex:,.0f} without: the exchange's "
-      f"{exchange_cycles.mean():.0f} cycles on each softmax warp cost the kernel {saved:.0f} cycles per block "
-      f"({saved / with_ex:.0%}); most of it shows because the softmax warps carry the run's critical path "
-      f"({on_path:.0%} of its events: {run.critical_path}); the rest hides behind the other roles' work")
+print(share.text())
+print(f"the stepper's sv_done phases of the Program without the exchange: {without_steady:,.0f} cycles per "
+      f"steady-state block, as exchange_share's replay; the mean of this table's exchange column: "
+      f"{exchange_cycles.mean():.0f}. Most of the exchange shows because the softmax warps carry the run's critical "
+      f"path ({on_path:.0%} of its events: {run.critical_path}); the rest hides behind the other roles' work")
 
 # %% [markdown]
 # **The 16 `FADD2`.** They sit inside the CUDA-core block that adds the halves, masks and takes the row max, so the
@@ -734,8 +674,9 @@ print(f"per block: {with_ex:,.0f} cycles with the exchange, {without_ex:,.0f} wi
 # what bounds the block alone) — the block as the kernel has it, and without them:
 
 # %%
+adds = {id(r): r for r in program.role("softmax").records if getattr(r, "name", "") == "add, mask, row max"}
 add = next(iter(adds.values()))
-no_fadd2 = without_fadd2_of(add)
+no_fadd2 = next(r for r in without.role("softmax").records if getattr(r, "name", "") == add.name)
 with_fadd2, without_fadd2 = block_cost(add, eng.timing), block_cost(no_fadd2, eng.timing)
 for what, c in (("with the 16 FADD2", with_fadd2), ("without them", without_fadd2)):
     print(f"{what:<18} issue {c.issue:>3}, pipes {dict(c.pipes)}, chain {c.chain:>3} -> {c.duration} cycles "
@@ -935,7 +876,7 @@ display(lanes_t)
 print(f"the allocator on duplicated Q: {refusal}")
 
 # %% [markdown]
-# ## 7. The two answers
+# ## 7. The answers to Q1 and Q2
 #
 # **Q1. Why is K halved with no second loop?** Because the second half of K is put in place by **data placement, not
 # control flow**, and FlashMLA's code says so in six places (section 2): the instruction is N = `B_TOPK*2` (two 64 × 64
@@ -971,12 +912,10 @@ print(f"P_lo / P_hi bit-exact: {p_exact}; one instruction = two products: {two_p
 # less tensor-pipe time on the scores than 36 instructions of N = 64 would; the exchange is its price.
 
 # %%
-overhead = dual.exchange_cycles_per_block / dual.cycles_per_block
-print(f"the exchange: {dual.exchange_instructions} instructions per softmax thread per block, "
-      f"{dual.exchange_cycles_per_block:.0f} cycles on each softmax warp (band {eb['low']:.0f}-{eb['high']:.0f}), "
-      f"{saved:.0f} of {with_ex:,.0f} cycles per block of the kernel's time ({saved / with_ex:.0%}); the FADD2 add "
-      f"{fadd2_cycles} to the add block alone; P {B_TOPK} TMEM columns instead of {B_TOPK // 2}; exchange buffer "
-      f"{SMEM_V32['p_exchange_buf'].size:,} B; resting on {', '.join(dual.exchange_rests_on)}")
+print(f"the exchange: {dual.exchange_instructions} instructions per softmax thread per block. {share.text()} "
+      f"Its cycles' band {eb['low']:.0f}-{eb['high']:.0f}; the FADD2 add {fadd2_cycles} to the add block alone; P "
+      f"{B_TOPK} TMEM columns instead of {B_TOPK // 2}; exchange buffer {SMEM_V32['p_exchange_buf'].size:,} B; "
+      f"resting on {', '.join(dual.exchange_rests_on)}")
 print(f"TMEM: dual {dual.tmem_columns} columns vs duplicated Q {dup.tmem_columns} (of 512) -> fits: "
       f"{dual.fits} / {dup.fits}")
 print(f"SMEM: dual {dual.smem_bytes:,} B vs Q resident {ss.smem_bytes:,} B (limit {SMEM_CAPACITY['sm100']:,}) -> "
@@ -988,7 +927,187 @@ print(f"QK operand bytes from SMEM per block: dual {qk_smem['dual-gemm']:,.0f} v
       f"{ss.cycles_per_block:,.0f}")
 
 # %% [markdown]
-# ## 8. What this notebook showed (checked)
+# ## 8. Q3: does the memory calculation of `tA_frag` matter?
+#
+# A second reader asks whether the memory calculation of `tA_frag` in `gemm.cuh` matters. `tA_frag` is the A
+# fragment `utcmma_ts` walks (section 2.4). CuTe computes its TMEM layout when the kernel calls
+# `make_fragment_A(partition_shape_A(...))`, from the fragment type FlashMLA's MMA atom declares: FlashMLA
+# `csrc/kerutils/include/kerutils/device/sm100/gemm.cuh` line 59 at `9241ae3` [kernel] picks CuTe's 16-bit TMEM
+# fragment for one CTA (`tmem_frg_1sm`) with bf16 storage and the `NonInterleaved` allocation mode; its comment says
+# A should really be the duplicated kind, which CuTe does not allow for one CTA (CUTLASS
+# `include/cute/atom/mma_traits_sm100.hpp` lines 500-501 at `147f567` [cutlass] accept only `Interleaved` and
+# `NonInterleaved` there), and that `NonInterleaved` is chosen so that the address calculation comes out right. Then
+# the kernel overwrites the fragment's data pointer with `tmem_cols::Q` (`kernel.cuh` line 550; `tmem_cols::Q_Tail`
+# for the RoPE part, line 540). What of CuTe's computation reaches the hardware, and what is thrown away?
+#
+# **What CuTe computes** (CUTLASS at `147f567` [cutlass], in our words):
+#
+# * `partition_shape_A` (`include/cute/atom/mma_atom.hpp` lines 587-598) cuts the `B_H` × `D_NOPE/2` tile into the
+#   atom's M × K = 64 × 16: the shape ((64, 16), 1, 16) — one atom, 16 k-blocks (for RoPE, 2 k-blocks);
+# * `make_fragment_A` (line 148) makes a tensor of the fragment type with that shape, which for a TMEM fragment is
+#   `tmem_frg::make` (`include/cute/atom/mma_traits_sm100.hpp` lines 462-515, reached through lines 969-975). For
+#   M = 64 it lays one k-block out in a "virtual" address space of one unit per lane and 128 per column: the 64 rows
+#   as four groups of 16 lanes, 32 lanes apart, the 16 K values along 16 columns (lines 506-508). It tiles the k-blocks
+#   after that atom, with a step of two atoms' slots in `NonInterleaved` mode and of one in `Interleaved` mode
+#   (line 510: the step of 2 skips the slot 16 lanes down that `Interleaved` fills first). Last it re-strides the
+#   virtual addresses (lines 493-495): a lane becomes `TMEM::DP<bf16>` = 131,072 fragment units
+#   (`include/cute/arch/tmem_allocator_sm100.hpp` line 53), a column step the ratio of the storage type's bits to the
+#   value type's (1 for bf16 storage). The tensor's base is `make_tmem_ptr<bf16>()`, address 0
+#   (`include/cute/pointer.hpp` line 340);
+# * a fragment offset becomes a TMEM address by CuTe's pointer arithmetic (`include/cute/pointer.hpp` line 311): the
+#   offset rotated right by log2(32/16) = 1, so two bf16 share a 32-bit column and the sub-word index lands in bit 31
+#   (`simtc.kernels.flashmla.fragment.tmem_address`).
+#
+# pycute (CuTe's layout algebra in Python, `python/pycute` in CUTLASS, shipped in the `nvidia-cutlass` wheel) has
+# every operation these steps use. The same steps in pycute, and the result checked against CuTe C++ itself: the
+# oracle `tests/data/cute_tmem.json.gz` (`tests/data/README_tmem.md`) evaluated this fragment type (the one CUTLASS's
+# own TS atom declares too) for a 64 × 32 tile, element by element:
+
+# %%
+def partition_shape(cols: int) -> tuple:
+    """``partition_shape_A`` of a B_H x ``cols`` tile for the 64 x 16 atom: (atom, M tiles, k-blocks)."""
+    divided = pycute.zipped_divide(pycute.Layout((B_H, cols)), (pycute.Layout(B_H), pycute.Layout(INSTR_K)))
+    atom, (m_tiles, k_blocks) = divided.shape
+    return atom, m_tiles, k_blocks
+
+
+def tmem_fragment(shape: tuple, *, interleaved: bool = False, storage_bits: int = 16) -> pycute.Layout:
+    """CuTe's ``tmem_frg::make`` for M = 64 and bf16 values (mma_traits_sm100.hpp lines 493-515 at 147f567)."""
+    (m, k), *rest = shape
+    assert m == 64
+    atom = pycute.Layout(((16, 4), k), ((1, 32), 128))       # one k-block: (rows, K) -> virtual lane + 128 x column
+    tiles = tuple(rest)
+    logical = pycute.tiled_product(atom, pycute.Layout(tiles, pycute.prefix_product(tiles, 1 if interleaved else 2)))
+    restride = pycute.Layout((128, 16384), (LANE_STRIDE_16, storage_bits // 16))
+    return pycute.composition(restride, logical)
+
+
+rope_shape, nope_shape = partition_shape(D_ROPE // 2), partition_shape(D_NOPE // 2)
+frag_rope, frag_nope = tmem_fragment(rope_shape), tmem_fragment(nope_shape)
+print(f"partition_shape_A: RoPE {rope_shape}, NoPE {nope_shape}")
+print(f"tA_frag's layout (bf16 units: lane = {LANE_STRIDE_16:,}, column = 2): RoPE {frag_rope}, NoPE {frag_nope}")
+
+
+def element(layout, m: int, k: int):
+    """(lane, column, sub-word) of A element (m, k) of a fragment whose base is 0."""
+    return split_address(tmem_address(layout((m, k % INSTR_K), 0, k // INSTR_K)))
+
+
+oracle = next(r for r in json.loads(gzip.decompress((DATA / "cute_tmem.json.gz").read_bytes()))["mma_frg"]
+              if r["kind"] == "a_operand" and r["m"] == 64)
+oracle_agrees = [[list(element(frag_rope, m, k)) for k in range(oracle["cols"])] for m in range(64)] == oracle["map"]
+print(f"CuTe C++ ({oracle['frag_type']}, {oracle['rows']} x {oracle['cols']}): {oracle['cute_layout']}; "
+      f"every element at the same lane, column and half as pycute's: {oracle_agrees}")
+
+# %% [markdown]
+# (CuTe prints the stride of the size-1 M-tile mode as 0, pycute as 16: a mode of size 1 never moves, so the two
+# layouts are the same function, as the element-by-element comparison shows.) Read the NoPE layout
+# (((16, 4), 16), 1, 16) : (((131072, 4194304), 1), 0, 16) mode by mode: row m of a k-block sits at lane m mod 16 +
+# 32·⌊m/16⌋; K value k at sub-word k (two per column); **k-block k at 16·k bf16 = 8·k columns**.
+#
+# **What reaches the hardware.** `utcmma_ts` hands the instruction one 32-bit TMEM address per k-block, the raw
+# pointer of `tA_frag(_, _, k)`: the base plus the fragment's offset of element (0, 0) of k-block k. Computed from
+# pycute's layout with the kernel's bases, against what the head64 replay's Program issues (the MMA warp's records
+# of block 0, `simtc.kernels.flashmla.fragment.qk_a_addresses`):
+
+# %%
+issued = qk_a_addresses(program)                     # the 4-block run's Program, block 0: (label, lane, column)
+frag_of = {"RoPE": (frag_rope, Q_TAIL_COLUMN), "NoPE": (frag_nope, Q_COLUMN)}
+a_table = Table(title="The A address of each QK instruction: CuTe's fragment offset + the kernel's base")
+for col in ("instruction", "k-block", "offset (bf16)", "CuTe address, base 0", "base (tmem_cols)",
+            "lane, column", "issued by the Program"):
+    a_table.add_column(col, justify="left" if col == "instruction" else "right")
+from_cute = []
+for label, lane, column in issued:
+    part = "RoPE" if "RoPE" in label else "NoPE"
+    frag, base = frag_of[part]
+    kb = int(label.rsplit("k=", 1)[1])
+    offset = frag((0, 0), 0, kb)
+    got = split_address(base + tmem_address(offset))[:2]
+    from_cute.append((label, *got))
+    a_table.add_row(label, str(kb), str(offset), f"column {split_address(tmem_address(offset))[1]}",
+                    f"{'Q_Tail' if part == 'RoPE' else 'Q'} = {base}", f"{got[0]}, {got[1]}", f"{lane}, {column}")
+display(a_table)
+kblock_step = frag_nope((0, 0), 0, 1) - frag_nope((0, 0), 0, 0)
+print(f"CuTe's offsets with the kernel's bases give the Program's 18 addresses: {from_cute == issued}; the step "
+      f"from one instruction to the next: {kblock_step} bf16 = {split_address(tmem_address(kblock_step))[1]} columns; "
+      f"every A read inside Q's columns {Q_COLUMN}-{P_COLUMN - 1}: {not a_reads_outside(program)}")
+
+# %% [markdown]
+# **What is thrown away.** Two parts of the computation never reach the instruction:
+#
+# * **the base.** CuTe's fragment starts at address 0 (`make_tmem_ptr<bf16>()`); the kernel replaces it with
+#   `tmem_cols::Q` or `tmem_cols::Q_Tail`. Had it kept CuTe's, the NoPE instructions would read columns 0-127, O's
+#   accumulator;
+# * **the layout inside a k-block.** The instruction carries one address, not a layout: where each row of A is, the
+#   hardware decides by its own data-path layout. For `.ws` M = 64 that is Layout E, each lane half reading A's rows
+#   from its own 64 lanes — row m in lanes m and m + 64 **[inferred]** (notebook 02 §7). The fragment's rows sit
+#   elsewhere: CuTe's M = 64 atom is the half-datapath layout of a non-`.ws` instruction (Layout F):
+
+# %%
+frag_lanes = np.array([element(frag_nope, m, 0)[0] for m in range(B_H)])
+ws_lanes = datapath_layout(B_H, 2 * B_TOPK, ws=True).a_lanes(np.arange(B_H))   # (64, 2): lanes m and m + 64
+f_lanes = datapath_layout(B_H, 2 * B_TOPK).a_lanes(np.arange(B_H))[:, 0]       # Layout F, lane alignment 0
+print(f"the fragment's lane of rows 0, 15, 16, 63: {frag_lanes[[0, 15, 16, 63]].tolist()} (Layout F's: "
+      f"{f_lanes[[0, 15, 16, 63]].tolist()}); the .ws instruction reads rows 0, 15, 16, 63 from lanes "
+      f"{ws_lanes[[0, 15, 16, 63]].tolist()}: the same for {int((frag_lanes == ws_lanes[:, 0]).sum())} of 64 rows; "
+      f"CuTe's own base would put k-block 0 at column {split_address(tmem_address(frag_nope((0, 0), 0, 0)))[1]}")
+
+# %% [markdown]
+# **What would break if the stride were wrong.** Take the two fragment types a reader could have written instead and
+# let the Program issue the addresses their layouts give (`readdress_qk_a`: each QK instruction's A = the kernel's
+# base + the layout's offset of its k-block), then run the one-block replay with its checks:
+#
+# * CuTe's default allocation mode, `Interleaved`: the k-blocks fill the lane slot 16 lanes down before moving a
+#   column, so every second instruction would start at lane 16;
+# * `tmem_frg_1sm`'s default storage type, 32 bits (`include/cute/atom/mma_traits_sm100.hpp` lines 586-587 at
+#   `147f567`): a bf16 then takes a whole column, and the step doubles to 16 columns.
+
+# %%
+wrong = {"Interleaved": tmem_fragment(nope_shape, interleaved=True),
+         "32-bit storage": tmem_fragment(nope_shape, storage_bits=32)}
+caught = {}
+for name, frag in wrong.items():
+    def offset(k, frag=frag):
+        return tmem_address(frag((0, 0), 0, k))
+
+    firsts = [split_address(offset(k))[:2] for k in range(4)]
+    try:
+        program1 = readdress_qk_a(head64_program("v32", 1), offset)
+    except SimtcError as e:                      # simtc refuses to build the instruction
+        caught[name] = ("refused", e.rule)
+        print(f"{name}: {frag}; k-blocks 0-3 at (lane, column) {firsts}\n  refused: {e}")
+        continue
+    with np.errstate(all="ignore"):              # the wrong A makes P garbage: the softmax overflows, as it would
+        broken = replay("v32", blocks=1, seed=0, transform=lambda p, o=offset: readdress_qk_a(p, o))
+    outside = a_reads_outside(program1)
+    caught[name] = ("checked", broken.p_bit_exact, outside)
+    print(f"{name}: {frag}; k-blocks 0-3 at (lane, column) {firsts}\n  P bit-exact: {broken.p_bit_exact}; O rel. "
+          f"error {broken.o_rel_error}; A read outside Q's columns by {len(outside)} instructions: "
+          + ", ".join(f"{lab} ({lo}-{hi})" for lab, lo, hi in outside))
+
+# %% [markdown]
+# **Answer.** Yes, it matters — through one number. Of everything CuTe computes for `tA_frag`, the hardware receives
+# only the offset between consecutive k-blocks: 16 bf16, **8 TMEM columns**, one K = 16 slice of Q per instruction
+# (the 18 addresses above, 384 + 8k and 256 + 8k). The base CuTe computes is thrown away (`tmem_cols::Q` and
+# `tmem_cols::Q_Tail` replace it), and the fragment's row layout is never sent (and is not where the `.ws` instruction
+# reads A). That is why FlashMLA's comment cares about the allocation mode: with CuTe's default `Interleaved` mode
+# every second instruction would start at lane 16, which simtc refuses as an instruction (A must start at D's lane
+# alignment); with 32-bit storage the step would be 16 columns, P would no longer be bit-exact and eight instructions
+# would read past Q into P and the free columns.
+
+# %%
+assert rope_shape == ((B_H, INSTR_K), 1, D_ROPE // 2 // INSTR_K) and nope_shape == ((B_H, INSTR_K), 1, 16)
+assert frag_nope.shape == (((16, 4), 16), 1, 16) and frag_nope.stride[0] == ((LANE_STRIDE_16, 32 * LANE_STRIDE_16), 1)
+assert frag_nope.stride[2] == 16 and kblock_step == 16 and oracle_agrees and LANE_STRIDE_16 == 131072
+assert from_cute == issued and [c for _, _, c in issued] == [384, 392, *range(256, 384, 8)]
+assert all(lane == 0 for _, lane, _ in issued) and not a_reads_outside(program)
+assert not np.array_equal(frag_lanes, ws_lanes[:, 0]) and np.array_equal(frag_lanes, f_lanes)
+assert caught["Interleaved"] == ("refused", "A and D use the same lane alignment")
+assert caught["32-bit storage"][:2] == ("checked", False) and len(caught["32-bit storage"][2]) == 8
+
+# %% [markdown]
+# ## 9. What this notebook showed (checked)
 
 # %%
 # Q1, in FlashMLA's code: N = B_TOPK*2; the 128-row (B_H*2) views; Q_Tail = 256 + B_H*D_NOPE/2/128; A fragments of
@@ -1021,7 +1140,8 @@ assert abs(exchange_cycles.mean() - exchange_cost(eng)) < 1e-9 and all(0 < c < s
                                                                                                    spans, strict=True))
 assert alongside[-1] == (["done"], 0) and all(a == (["running"], a[1]) for a in alongside[:-1])
 assert exchange_cycles[-1] == exchange_cycles.min()                  # nothing else on the port: the shortest
-assert 0 < saved < exchange_cycles.mean() and on_path > 0.5
+assert 0 < saved < exchange_cycles.mean() and on_path > 0.5 and without_steady == share.steady_cycles_without
+assert share.exchange_cycles == exchange_cost(eng) and share.steady_cycles == run.cycles_per_block_steady
 assert with_fadd2.issue - without_fadd2.issue == 16 and fadd2_cycles >= 0 and set(fadd2_moves) <= set(add_reads)
 # every statement of the exchange's cost names its parameters
 assert [f"{p['name']} [{p['label']}]" for p in rests] == list(dual.exchange_rests_on) and rests
@@ -1039,4 +1159,8 @@ assert (dual.tmem_columns, dup.tmem_columns) == (464, 576) and dual.fits and not
 assert any(c is None for _, _, c in chunks) and ss.smem_bytes > SMEM_CAPACITY["sm100"] >= dual.smem_bytes
 assert qk_smem["ss-q-smem"] == 2 * qk_smem["dual-gemm"] == 2 * 18 * 4096 and not ss.fits
 assert ss.cycles_per_block > dual.cycles_per_block and ss.tensor_pipe_busy_per_block > dual.tensor_pipe_busy_per_block
+# Q3: of CuTe's fragment (pycute = CuTe C++'s oracle) only the k-block step reaches the instruction: 8 columns;
+# the base is the kernel's tmem_cols; a wrong step (32-bit storage) breaks P, CuTe's Interleaved mode is refused
+assert oracle_agrees and kblock_step == 16 and from_cute == issued and issued[2] == ("QK k=0", 0, Q_COLUMN)
+assert caught["32-bit storage"][1] is False and caught["Interleaved"][0] == "refused"
 print("all facts of notebook 03 hold")

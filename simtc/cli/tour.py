@@ -3,12 +3,15 @@
 It walks through the dual GEMM with numbers from the simulator itself: Q's placement in TMEM by
 ``tcgen05.cp``, the 128-row aliased view of K, one instruction computing two independent 64x64x16
 products, the 18 QK instructions filling the TMEM map, the P_lo/P_hi exchange and its cost on the engine
-(with the labelled timing parameters that cost rests on), one replay's timeline, the comparison with the
-design alternatives, the replay's checks (P's placement and layouts bit-exact, O / LSE errors, SASS counts
-against a recorded build, duplicated Q refused by the TMEM allocator, no hazards) and the predicted throughput,
-whole kernel first, ending with ``PASS`` (exit 0) or ``FAIL`` (exit 1). It answers two design questions about
-the dual GEMM (FlashMLA ``config.h`` lines 196-198, ``TiledMMA_P`` "*2 for dual gemm", at ``9241ae3``) with the
-replay's numbers. Text follows the terminal width (``--width`` to force one).
+(with the labelled timing parameters that cost rests on), one replay's timeline with the hazard checker's
+findings (FlashMLA's own known race labelled and apart), the comparison with the design alternatives, the replay's
+checks (P's placement and layouts bit-exact, O / LSE errors, SASS counts against a recorded build, the A fragment's
+column step, duplicated Q refused by the TMEM allocator, no hazard besides the known race) and the predicted
+throughput, whole kernel first, each figure saying what it includes, ending with ``PASS`` (exit 0) or ``FAIL``
+(exit 1). It answers three questions about the dual GEMM (FlashMLA ``config.h`` lines 196-198, ``TiledMMA_P``
+with N = ``B_TOPK*2``, at ``9241ae3``) with the replay's numbers; the exchange's cost is
+:func:`simtc.kernels.flashmla.story.exchange_share`'s statement, the one notebook 03 prints. Text follows the
+terminal width (``--width`` to force one).
 """
 
 from __future__ import annotations
@@ -52,10 +55,13 @@ def _tmem_bar(regions, width: int) -> list[str]:
 
 def tour_lines(width: int, blocks: int = 4, progress=None) -> tuple[list[str], bool]:
     """The tour's text and whether every check passed."""
+    from itertools import pairwise
+
     from simtc.hw.flashmla import RECORDED_SM100_SASS, recorded_sass_agreement
     from simtc.isa.tcgen05 import Cp, Mma
     from simtc.kernels.flashmla.alternatives import compare, dup_q_allocation, hbm_bound
-    from simtc.kernels.flashmla.constants import Q_COLUMN, Q_TAIL_COLUMN
+    from simtc.kernels.flashmla.constants import P_COLUMN, Q_COLUMN, Q_TAIL_COLUMN
+    from simtc.kernels.flashmla.fragment import a_reads_outside, qk_a_addresses, readdress_qk_a, tmem_address
     from simtc.kernels.flashmla.head64 import head64_program
     from simtc.kernels.flashmla.models import V32
     from simtc.kernels.flashmla.plan import NOPE_VIEW
@@ -68,6 +74,7 @@ def tour_lines(width: int, blocks: int = 4, progress=None) -> tuple[list[str], b
         replay,
         split_dims,
     )
+    from simtc.kernels.flashmla.story import exchange_share, hazard_counts, hazard_lines, throughput_basis
 
     out: list[str] = []
 
@@ -95,9 +102,10 @@ def tour_lines(width: int, blocks: int = 4, progress=None) -> tuple[list[str], b
     lo, hi = split_dims(V32, 0), split_dims(V32, 1)
 
     say("simtc tour: FlashMLA SM100 sparse decode, head64 V32 (64 heads x 64 tokens per block)")
-    say("Two questions about FlashMLA's dual GEMM: why is K halved in the layouts with no loop running twice, and "
-        "does the dual GEMM add reduction work to the softmax, and why is it still worth it? Every number below "
-        f"comes from one replay of a {blocks}-block request on simtc's engine.")
+    say("Three questions about FlashMLA's dual GEMM: why is K halved in the layouts with no loop running twice; "
+        "does the dual GEMM add reduction work to the softmax, and why is it still worth it; and does the memory "
+        "calculation of tA_frag (the A fragment's TMEM layout) in gemm.cuh matter? Every number below comes from "
+        f"one replay of a {blocks}-block request on simtc's engine, with its data.")
 
     head("1. Q goes into Tensor Memory, split across the lane halves (tcgen05.cp)")
     say(f"{len(cps)} x tcgen05.cp.128x256b copy Q (64 x 576 bf16 = 73,728 B) from shared memory into TMEM columns "
@@ -143,6 +151,30 @@ def tour_lines(width: int, blocks: int = 4, progress=None) -> tuple[list[str], b
     say(f"A columns read, in issue order: {', '.join(map(str, cols))} (RoPE first). Every instruction accumulates "
         f"into columns {qks[0].d_taddr & 0xFFFF}-{(qks[0].d_taddr & 0xFFFF) + 63}, all 128 lanes. After the last: "
         f"P_lo (lanes 0-63) sums {len(lo)} dims, P_hi (lanes 64-127) the other {len(hi)}; P = P_lo + P_hi = Q K^T.")
+    addrs = qk_a_addresses(prog)
+    rope_a = [c for lab, _, c in addrs if "RoPE" in lab]
+    nope_a = [c for lab, _, c in addrs if "RoPE" not in lab]
+    steps = {b - a for part in (rope_a, nope_a) for a, b in pairwise(part)}
+    step = next(iter(steps)) if len(steps) == 1 else None
+    wide = lambda p: readdress_qk_a(p, lambda k: tmem_address(2 * 16 * k))  # noqa: E731  (16 columns a k-block)
+    import numpy as np
+
+    with np.errstate(all="ignore"):  # the wrong A makes P garbage: overflows in the softmax are the point
+        broken = replay("v32", 1, 0, transform=wide)
+    outside = a_reads_outside(wide(head64_program("v32", 1)))
+    say(f"Where A's addresses come from (Q3): FlashMLA makes each A fragment with CuTe, "
+        "make_fragment_A(partition_shape_A(...)) (kernel.cuh lines 537-550 at 9241ae3), then overwrites its data "
+        f"pointer with tmem_cols::Q_Tail ({Q_TAIL_COLUMN}, RoPE) or tmem_cols::Q ({Q_COLUMN}, NoPE). Each "
+        "instruction receives one address: that base plus the fragment's offset of its k-block. The Program issues "
+        f"lane {addrs[0][1]}, columns {rope_a[0]} + {step}k and {nope_a[0]} + {step}k: a step of {step} columns "
+        f"({2 * step} bf16, one K=16 slice) per k-block. That step is all of the fragment's layout the hardware "
+        "sees; the base CuTe computed is replaced, and which lanes hold which rows inside a k-block is never sent "
+        "(the .ws instruction reads A's rows from lanes 0-63 and 64-127 by its own layout). So the calculation "
+        "matters "
+        f"through its stride: with a step of {2 * step} columns instead, P is "
+        f"{'still' if broken.p_bit_exact else 'no longer'} bit-exact (the replay's P check) and {len(outside)} "
+        f"instructions read columns {outside[0][1]}-{outside[-1][2]}, outside Q's "
+        f"{Q_COLUMN}-{P_COLUMN - 1}.")
     say(f"Replay check of the placement and layouts: what the softmax warps' tcgen05.ld returned equals "
         f"tensor_core_mma of each lane half's {len(qks)}-step chain, bit for bit: {r.p_bit_exact}. Both sides use the "
         "same tensor-core arithmetic, so this checks where the data sits and how it is read, not the arithmetic "
@@ -154,14 +186,16 @@ def tour_lines(width: int, blocks: int = 4, progress=None) -> tuple[list[str], b
     from simtc.kernels.flashmla.alternatives import exchange_band
 
     eb = exchange_band("v32", blocks, 0)
+    share = exchange_share(r)
     head("5. The exchange: the reduction the dual GEMM costs")
     say(f"Warps 0/2 and 1/3 swap half rows through a 16 KiB shared buffer and add: per softmax thread per block "
         f"{base.exchange_instructions} extra instructions (1 LDTM.x32, 8 STS.128, 8 LDS.128, 16 FADD2, one 64-thread "
-        f"barrier). On the engine (a model, not checked on a Blackwell GPU): {base.exchange_cycles_per_block:.0f} "
-        f"cycles per block on a softmax warp (from the trace: the second P load, stores, pair barrier and loads), "
-        f"{100 * base.exchange_cycles_per_block / base.cycles_per_block:.0f}% of the {base.cycles_per_block:.0f} "
-        f"steady-state cycles per block; band {eb['low']:.0f}-{eb['high']:.0f} (each parameter not measured here "
-        f"moved x/÷1.25 if assumed, x/÷1.10 if derived). It rests on {eb['parameters']} timing parameters, "
+        "barrier). Their cycles on the engine (a model, not checked on a Blackwell GPU), from the trace: the "
+        f"second P load, stores, pair barrier and loads. {share.text()} The exchange's cycles have the band "
+        f"{eb['low']:.0f}-{eb['high']:.0f} (each parameter not measured here moved x/÷1.25 if assumed, x/÷1.10 if "
+        f"derived, in timing-only replays with no O rescale, where they are {eb['value']:.0f} as well). It rests "
+        f"on {eb['parameters']} timing "
+        "parameters, "
         f"{eb['measured_on_sm90']} of them measured on the H200 and taken as equal on a B200; the band comes most "
         f"from {', '.join(r['name'] + ' [' + r['label'] + ']' for r in eb['rests_on'][:3])}.")
 
@@ -169,8 +203,10 @@ def tour_lines(width: int, blocks: int = 4, progress=None) -> tuple[list[str], b
     from simtc.render.export import to_text
     from simtc.render.timeline import TimelineView
 
-    tl = TimelineView(r.engine, width=width, barriers=False)
+    tl = TimelineView(r.engine, width=width, barriers=False, hazards=False)
     out.extend(to_text(tl, width=width).rstrip("\n").split("\n"))
+    for line in hazard_lines(r):
+        say(line.strip(), "  " if line.startswith("  ") else "")
 
     head("7. The alternatives, on the same inputs, engine and checker")
     from simtc.cli.compare import table_lines
@@ -189,7 +225,7 @@ def tour_lines(width: int, blocks: int = 4, progress=None) -> tuple[list[str], b
         f"prefill-style overlap {ovl.cycles_per_block:.0f}, b0/b1 collectors {col.cycles_per_block:.0f} cycles per "
         "block.")
 
-    head("The two answers")
+    head("The three answers")
     say(f"Q1: K is halved because each .ws M=64 N=128 instruction computes two 64x64x16 products in its two lane "
         f"halves, fed by where Q (tcgen05.cp) and K (the 128-row view) were placed; {len(qks)} instructions, no "
         "second loop.", "  ")
@@ -198,6 +234,9 @@ def tour_lines(width: int, blocks: int = 4, progress=None) -> tuple[list[str], b
         f"without duplication ({base.tmem_columns} instead of {dup.tmem_columns} columns) and out of shared memory "
         f"(which is full: {base.smem_bytes:,} of 232,448 B), with half the QK instructions ({len(qks)} instead of "
         f"{2 * len(qks)}) and no A traffic from shared memory.", "  ")
+    say(f"Q3: yes, through one number: the A fragment's k-block stride, {step} columns per instruction, is the "
+        "only part of CuTe's calculation the instructions receive (step 4); the base is replaced by tmem_cols::Q "
+        "and tmem_cols::Q_Tail, and the layout inside a k-block is never sent. A wrong stride breaks P.", "  ")
 
     hb = hbm_bound("v32")
     head("Checks")
@@ -205,6 +244,7 @@ def tour_lines(width: int, blocks: int = 4, progress=None) -> tuple[list[str], b
     same = [x for x in sass if x["difference"] == 0]
     differ = [x for x in sass if x["difference"]]
     rec = RECORDED_SM100_SASS
+    other, known = hazard_counts(r)
     checks = [
         (f"P placement and layouts: what the softmax warps' tcgen05.ld returned equals tensor_core_mma of each lane "
          f"half's {len(qks)}-step chain in the kernel's order, bit for bit (both sides use simtc's tensor-core "
@@ -219,9 +259,13 @@ def tour_lines(width: int, blocks: int = 4, progress=None) -> tuple[list[str], b
          + " differ by code a one-request replay does not run (split-KV epilogue, the P load's second branch)",
          all(x["explained"] for x in sass) and len(same) >= 9),
         (f"TMEM columns touched by the replay {r.tmem_columns} (O 256 + Q 144 + P 64 = 464)", r.tmem_columns == 464),
-        ("no hazards, no deadlock" + (f"; the checker also reports a known race of FlashMLA's kernel itself, apart "
-                                      f"({len(r.known_races)} x {r.known_races[0]['rule']}, "
-                                      f"{r.known_races[0]['known']['title']})" if r.known_races else ""),
+        (f"A fragment: the {len(addrs)} QK instructions read A at lane 0, columns {rope_a[0]} + {step}k (RoPE) and "
+         f"{nope_a[0]} + {step}k (NoPE), inside Q's {Q_COLUMN}-{P_COLUMN - 1}; re-addressed with a {2 * step}-column "
+         f"step the replay's P check fails and {len(outside)} of them read outside Q",
+         step == 8 and not a_reads_outside(prog) and addrs[0][1] == 0 and not broken.p_bit_exact
+         and len(outside) > 0),
+        (f"no hazard besides FlashMLA's own known race ({known} of the checker's {other + known} findings, listed "
+         "apart in step 6), no deadlock" if known else "no hazards, no deadlock",
          not r.hazards and r.deadlock is None and not r.semantics_errors),
         (f"duplicated Q ({dup.tmem_columns} columns) run through the TMEM allocator region by region: "
          + ", ".join(f"{g} {n} at {c}" for g, n, c in dup_chunks if c is not None)
@@ -232,8 +276,9 @@ def tour_lines(width: int, blocks: int = 4, progress=None) -> tuple[list[str], b
     for text, ok in checks:
         out.extend(_wrap(f"[{'ok' if ok else 'FAIL'}] {text}", width, "  "))
     say(f"Throughput predicted for a {B200_SMS}-SM B200 at {B200_CLOCK_GHZ} GHz, every SM running such a request: "
-        f"whole kernel {r.tflops_whole:.0f} TFLOP/s ({r.cycles_whole:,} cycles for the {blocks}-block request, Q load, "
-        f"first block and epilogue included; they weigh less in a longer request, try --blocks 32); steady state "
+        f"{throughput_basis(r)}: whole kernel {r.tflops_whole:.0f} TFLOP/s ({r.cycles_whole:,} cycles for the "
+        f"{blocks}-block request, Q load, first block and epilogue included; they weigh less in a longer request, "
+        "try --blocks 32); steady state "
         f"{r.tflops_steady:.0f} TFLOP/s ({r.cycles_per_block_steady:.0f} cycles per block; the SM's HBM share of "
         f"{hb['bytes_per_cycle_per_sm']} B/cycle needs at least {hb['min_cycles_per_block']:.0f}). FlashMLA publishes "
         f"up to {PUBLISHED_TFLOPS} for its own benchmark shapes. A model's prediction, not a bound: it includes HBM "

@@ -4,7 +4,17 @@ import argparse
 import json
 import re
 
+import pytest
+
 from simtc.cli import compare, tour
+
+
+@pytest.fixture(scope="module")
+def tour120():
+    """The tour's lines at 120 columns for the default 4-block request, and its text with whitespace folded."""
+    lines, passed = tour.tour_lines(120, 4)
+    assert passed
+    return lines, " ".join(" ".join(lines).split())
 
 
 def _parser(mod):
@@ -79,3 +89,74 @@ def test_tour_and_compare_report_their_progress():
     seen.clear()
     compare_variants("v32", 4, 0, progress=lambda *x: seen.append(x))
     assert seen == [("variants", i, 5) for i in range(5)]
+
+
+def test_tour_names_the_known_race_and_counts_it_apart(tour120):
+    """The timeline's hazards are FlashMLA's own known race, said so where they are printed; the checks then say
+    'no hazard besides' it, not a bare 'no hazards'."""
+    from simtc.kernels.flashmla.replay import replay
+    from simtc.kernels.flashmla.story import hazard_lines
+
+    lines, text = tour120
+    r = replay("v32", 4, 0)
+    assert r.known_races and not r.hazards
+    assert f"{len(r.known_races)} of them FlashMLA's own known race" in text
+    assert r.known_races[0]["known"]["title"] in text and "Other hazards: none." in text
+    assert " ".join(" ".join(hazard_lines(r)).split()) in text          # the one statement, as story gives it
+    assert not any(re.match(r"^\d+ hazard\(s\):", x) for x in lines)     # no unlabelled hazard block
+    assert "no hazards," not in text and "[ok] no hazard besides FlashMLA's own known race" in text
+
+
+def _notebook_03_statement():
+    """The exchange statement notebook 03 prints: the notebook's own lines that make ``run`` and ``share``,
+    executed here (the cell's imports and those two statements, nothing else of the notebook)."""
+    import ast
+    import importlib.util
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    spec = importlib.util.spec_from_file_location("_simtc_nb_script_tour", root / "docs" / "scripts" / "notebooks.py")
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    code = "\n\n".join(body for kind, body in script.cells_of(root / "notebooks" / "src" / "03_dual_gemm.py")
+                       if kind == "code")
+    stmts = ast.parse(code).body
+    run = [s for s in stmts if isinstance(s, ast.Assign) and ast.unparse(s.targets[0]) == "run"]
+    share = [s for s in stmts if isinstance(s, ast.Assign) and ast.unparse(s.targets[0]) == "share"]
+    assert len(run) == 1 and len(share) == 1, "notebook 03 makes one run and one share"
+    assert ast.unparse(share[0].value) == "exchange_share(run)"
+    printed = [s for s in ast.walk(ast.Module(body=stmts, type_ignores=[])) if isinstance(s, ast.Call)
+               and ast.unparse(s.func) == "print" and "share.text()" in ast.unparse(s)]
+    assert printed, "notebook 03 prints share.text()"
+    # no second figure for the exchange's share: nothing divides by the steady block besides story
+    assert "/ with_ex" not in code and "exchange_cycles_per_block / " not in code
+    ns: dict = {}
+    exec("from simtc.kernels.flashmla.replay import replay\nfrom simtc.kernels.flashmla.story import exchange_share\n"
+         + ast.unparse(run[0]) + "\n" + ast.unparse(share[0]), ns)
+    return ns["share"]
+
+
+def test_tour_and_notebook_03_state_the_exchange_cost_with_one_function(tour120):
+    """Both print :meth:`ExchangeShare.text` of the same 4-block replay; the fractions name their wholes."""
+    from simtc.kernels.flashmla.replay import replay
+    from simtc.kernels.flashmla.story import exchange_share
+
+    share = _notebook_03_statement()
+    _, text = tour120
+    assert share.text() in text
+    assert share == exchange_share(replay("v32", 4, 0, keep_engine=True))
+    assert "of the steady-state block" in share.text() and "the whole request" in share.text()
+    assert "with data (O rescaled in block" in share.text()
+    assert 0 < share.steady_share < share.warp_share < 1 and 0 < share.whole_share < share.steady_share
+
+
+def test_tour_answers_q3_from_the_programs_addresses(tour120):
+    from simtc.kernels.flashmla.fragment import qk_a_addresses
+    from simtc.kernels.flashmla.head64 import head64_program
+
+    _, text = tour120
+    cols = [c for _, _, c in qk_a_addresses(head64_program("v32", 4))]
+    assert cols == [384, 392, *range(256, 384, 8)]
+    assert "make_fragment_A(partition_shape_A(...))" in text and "tmem_cols::Q" in text
+    assert "columns 384 + 8k and 256 + 8k: a step of 8 columns" in text and "Q3: yes" in text
+    assert "P is no longer bit-exact" in text and "[ok] A fragment" in text
