@@ -4,7 +4,10 @@
 terminal's width; ``--json`` a name -> description object, ``--svg FILE`` the list as a picture);
 ``simtc program NAME`` (or ``FILE.json``, as written by ``--json``) shows it: a listing by default,
 ``--json`` its JSON (``Program.to_json``: name, description, roles with their records, barriers, counts by
-opcode; it loads back), ``--ptx`` its PTX listing.
+opcode; it loads back), ``--ptx`` its PTX listing. ``simtc program --schema`` prints the JSON Schema every
+Program file is checked against when it is loaded (``simtc/isa/program.schema.json``, generated from the record
+classes: :mod:`simtc.isa.schema`); a file is read as strict JSON (UTF-8, each key once per object) and refused
+with one line naming the JSON path and the rule.
 
 Whole kernels take ``--model v32|model1`` and ``--blocks N``: ``simtc program flashmla-head64 --model model1
 --blocks 2`` is FlashMLA's SM100 head64 kernel for a 2-block request, as the replay builds it;
@@ -32,6 +35,8 @@ def register(sub) -> None:
     p.add_argument("program", nargs="?", metavar="NAME|FILE.json", help="a registered program name or a JSON file")
     p.add_argument("--list", action="store_true", help="list the registered programs, one entry each")
     p.add_argument("--ptx", action="store_true", help="print the PTX listing instead of the picture")
+    p.add_argument("--schema", action="store_true",
+                   help="print the JSON Schema of Program files (what every FILE.json is checked against) and exit")
     p.add_argument("--model", choices=("v32", "model1"), default=None,
                    help="whole kernels (flashmla-head64, flashmla-sm90): the KV-cache model (default: v32, or the "
                         "one the name fixes)")
@@ -48,7 +53,6 @@ def register(sub) -> None:
 def load(source: str, *, model: str | None = None, blocks: int | None = None):
     """The Program ``source`` names: a registry name (``model``/``blocks`` for the whole kernels that take them),
     or a ``.json`` file (``Program.to_json`` format)."""
-    import json
     from pathlib import Path
 
     from simtc.errors import SimtcError
@@ -56,26 +60,21 @@ def load(source: str, *, model: str | None = None, blocks: int | None = None):
 
     path = Path(source)
     if source.endswith(".json") or path.is_file():
+        from simtc.isa.files import read_json
         from simtc.isa.program import Program
 
         if model is not None or blocks is not None:
             raise SimtcError(f"{source}: a Program file is built already; --model and --blocks apply to registered "
                              "whole kernels", rule=_PARAM_RULE)
-        if not path.is_file():
+        if not path.exists():
             raise SimtcError(f"no such file: {source!r}", rule=_RULE_SOURCE)
-        try:
-            data = json.loads(path.read_text())
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
-            raise SimtcError(f"{source}: not readable JSON ({e})", rule=_RULE_SOURCE) from None
+        data = read_json(path, _RULE_SOURCE, what="Program JSON file", constants=False)
         try:
             return Program.from_json(data)
         except SimtcError as e:  # name the file too
             e.message = f"{source}: {e.message}"
             e.args = (e.message,)
             raise e from None
-        except (KeyError, TypeError, ValueError, AttributeError) as e:
-            raise SimtcError(f"{source}: not a program's JSON ({type(e).__name__}: {e})",
-                             rule="program JSON is Program.to_json's format") from None
     if (model is not None or blocks is not None) and not registry.parameters(source):
         raise SimtcError(f"program {source!r} takes no --model or --blocks", rule=_PARAM_RULE)
     if model is not None and "model" not in registry.parameters(source):
@@ -109,6 +108,15 @@ def run(args) -> int:
     from simtc.cli._common import UsageError
     from simtc.kernels import registry
 
+    if args.schema:
+        if args.program or args.list or args.ptx or args.model or args.blocks or args.json \
+                or getattr(args, "svg", None):
+            raise UsageError("--schema prints the Program JSON Schema; it takes no program or other option",
+                             rule="command-line usage")
+        from simtc.isa.schema import SCHEMA_FILE
+
+        print(SCHEMA_FILE.read_text(encoding="utf-8"), end="")
+        return 0
     if args.list:
         if args.program or args.ptx or args.model or args.blocks:
             raise UsageError("--list takes no program, --ptx, --model or --blocks", rule="command-line usage")

@@ -26,11 +26,19 @@ from typing import Any
 from attrs import Factory, field, frozen
 
 from simtc.errors import SimtcError
+from simtc.isa import schema
 from simtc.isa.base import Instr, IsaError, as_int, as_int_tuple, as_opt_int, fail, is_str, name_str, record_from_json
-from simtc.isa.mbarrier import MAX_COUNT
+from simtc.isa.mbarrier import MAX_COUNT, MbarrierInit
 from simtc.isa.sync import NAMED_BARRIERS
 
-__all__ = ["OPCODES", "Barrier", "Program", "Role"]
+__all__ = ["MAX_WARPS", "OPCODES", "Barrier", "Program", "Role", "program_schema", "write_schema"]
+
+MAX_WARPS = 32
+"""Warps a CTA can have: at most 1024 threads per block, 32 warps of 32 (CUDA C++ Programming Guide, "Compute
+Capabilities", table "Technical Specifications per Compute Capability": maximum number of threads per block 1024),
+so a role's CTA warp indices are 0 ... 31 (the same fact as :data:`simtc.tmem.memory.CTA_WARPS`, which isa cannot
+import; a test holds them equal)."""
+_WARPS_REF = "CUDA C++ Programming Guide, Compute Capabilities: maximum number of threads per block (1024)"
 
 OPCODES = (
     "tcgen05.mma.ws", "tcgen05.mma", "tcgen05.cp", "tcgen05.commit", "tcgen05.ld", "tcgen05.st", "tcgen05.alloc",
@@ -44,6 +52,8 @@ OPCODES = (
 
 
 _JSON_RULE = "Program JSON (simtc program NAME --json)"
+BARRIER_KINDS = ("mbarrier", "named")
+"""A barrier table entry's ``kind``."""
 
 
 def _in_record(e: SimtcError, role: str, index: int, d: Any) -> SimtcError:
@@ -68,8 +78,13 @@ def _records(value) -> tuple[Instr, ...]:
 
 
 def _warps(inst, attribute, value) -> None:
-    if not value or len(set(value)) != len(value) or min(value) < 0:
-        fail(f"role warps must be distinct non-negative CTA warp indices, got {value!r}", rule="role warps")
+    if not value:
+        fail("a role runs on at least one warp, got none", rule="a role has warps")
+    if len(set(value)) != len(value) or min(value) < 0:
+        fail(f"role warps must be distinct non-negative CTA warp indices, got {list(value)}", rule="role warps")
+    if max(value) >= MAX_WARPS:
+        fail(f"warp {max(value)}: a CTA has at most {MAX_WARPS} warps (1024 threads), CTA warp indices are "
+             f"0-{MAX_WARPS - 1}", rule=f"CTA warp indices are 0-{MAX_WARPS - 1}", ref=_WARPS_REF)
 
 
 def _default_threads(self) -> int:
@@ -115,6 +130,8 @@ class Role:
         try:
             return cls(name, tuple(warps), tuple(recs), **extra)
         except SimtcError as e:
+            if e.message.startswith(f"role {name!r}"):  # Role's own rules name the role
+                raise
             raise type(e)(f"role {name!r}: {e.message}", rule=e.rule, ref=e.ref) from None
 
 
@@ -149,7 +166,7 @@ class Barrier:
             if self.addr is not None:
                 fail(f"named barrier {self.name!r} has no shared-memory address", rule="named barriers are hardware")
         else:
-            fail(f"barrier kind {self.kind!r}: 'mbarrier' or 'named'", rule="barrier kinds")
+            fail(f"barrier kind {self.kind!r}: {' or '.join(map(repr, BARRIER_KINDS))}", rule="barrier kinds")
 
     def to_json(self) -> dict:
         return {"name": self.name, "kind": self.kind, "count": self.count, "addr": self.addr, "id": self.id}
@@ -171,6 +188,8 @@ def _meta(value) -> tuple[tuple[str, Any], ...]:
 
 def _roles(value) -> tuple[Role, ...]:
     out = tuple(value)
+    if not out:
+        fail("a program has at least one role", rule="a program has roles")
     names = [r.name for r in out]
     if len(set(names)) != len(names):
         fail(f"role names must be unique: {names}", rule="unique role names")
@@ -185,6 +204,41 @@ def _barriers(value) -> tuple[Barrier, ...]:
     return out
 
 
+def _check_warps(p: Program) -> None:
+    """A warp runs one role; a one-thread role (``threads=1``: the warp's elected lane, e.g. flashmla-sm90's
+    ``q_load``, which inits the barriers and loads Q beside WG0's warp 0) may run beside it."""
+    owner: dict[int, str] = {}
+    for r in p.roles:
+        if r.threads == 1:
+            continue
+        for w in r.warps:
+            if w in owner:
+                fail(f"program {p.name!r}: warp {w} is in roles {owner[w]!r} and {r.name!r}; a warp runs one role "
+                     "(only a one-thread role, threads=1, its elected lane, may run beside it)",
+                     rule="a warp is in one role")
+            owner[w] = r.name
+
+
+def _check_inits(p: Program) -> None:
+    """Every ``mbarrier.init`` of a barrier in the table gives the table's count (the engine and the semantics
+    initialise the table's barriers with its count, and an init sets the expected count anew: they would run
+    with two different counts)."""
+    table = {b.name: b for b in p.barriers}
+    for role, i, rec in p.records():
+        if not isinstance(rec, MbarrierInit) or rec.bar not in table:
+            continue
+        b = table[rec.bar]
+        where = f"role {role.name!r} record {i} ({rec.ptx()})"
+        if b.kind != "mbarrier":
+            fail(f"program {p.name!r}: {where} initialises {rec.bar!r}, which the barrier table declares a named "
+                 "barrier", rule="mbarrier.init initialises an mbarrier", ref="PTX ISA 9.0 §9.7.13.15.9")
+        if b.count != rec.count:
+            fail(f"program {p.name!r}: the barrier table gives {rec.bar!r} count {b.count} but {where} initialises "
+                 f"it with count {rec.count}; make them agree",
+                 rule="a barrier's table count equals its mbarrier.init count",
+                 ref="PTX ISA 9.0 §9.7.13.15.9 (mbarrier.init sets the expected arrival count)")
+
+
 @frozen
 class Program:
     """A kernel (or one step of it) as data: roles -> ordered records, plus a barrier table."""
@@ -194,6 +248,10 @@ class Program:
     barriers: tuple[Barrier, ...] = field(default=(), converter=_barriers)
     description: str = field(default="", validator=is_str)
     meta: tuple[tuple[str, str | int | float], ...] = field(default=(), converter=_meta)
+
+    def __attrs_post_init__(self) -> None:
+        _check_warps(self)
+        _check_inits(self)
 
     # ---- access ----------------------------------------------------------------------------------------
     def role(self, name: str) -> Role:
@@ -250,36 +308,20 @@ class Program:
 
     @classmethod
     def from_json(cls, d: dict) -> Program:
-        """Inverse of :meth:`to_json` (``"counts"`` is derived, so it is checked, not read)."""
-        if not isinstance(d, dict) or not isinstance(d.get("name"), str) or not isinstance(d.get("roles"), dict):
-            raise IsaError("a Program's JSON is an object with a \"name\" string and a \"roles\" object "
-                           "(role -> {warps, threads, records})", rule=_JSON_RULE)
-        for n, r in d["roles"].items():
-            if not isinstance(r, dict) or not {"warps", "records"} <= r.keys():
-                raise IsaError(f"role {n!r}: JSON needs \"warps\" and \"records\"",
-                               rule=_JSON_RULE)
+        """Inverse of :meth:`to_json` (``"counts"`` is derived, so it is checked, not read). ``d`` is first checked
+        against the Program JSON Schema (:func:`program_schema`, shipped as ``simtc/isa/program.schema.json``):
+        keys, types and record ops, each refusal naming its JSON path; then every record, role, barrier and the
+        program are built, and their classes check the values' rules."""
+        schema.validate(d)
         roles = tuple(Role.from_json(n, r) for n, r in d["roles"].items())
-        barriers = d.get("barriers", ())
-        if not isinstance(barriers, list | tuple):
-            raise IsaError(f"\"barriers\" is a JSON list, got {type(barriers).__name__}", rule=_JSON_RULE)
         bars = []
-        for i, b in enumerate(barriers):
-            where = f"barrier {i}" + (f" ({b.get('name')!r})" if isinstance(b, dict) and "name" in b else "")
+        for i, b in enumerate(d.get("barriers", ())):
             try:
-                if not isinstance(b, dict):
-                    raise IsaError(f"a barrier is a JSON object, got {b!r}", rule=_JSON_RULE)
                 bars.append(Barrier.from_json(b))
             except SimtcError as e:
-                raise type(e)(f"{where}: {e.message}", rule=e.rule, ref=e.ref) from None
-            except KeyError as e:
-                raise IsaError(f"{where}: JSON lacks the field {e}", rule=_JSON_RULE) from None
-        meta = d.get("meta", ())
-        if not isinstance(meta, list | tuple) or not all(isinstance(m, list | tuple) and len(m) == 2 for m in meta):
-            raise IsaError(f"\"meta\" is a list of [name, value] pairs, got {meta!r}", rule=_JSON_RULE)
-        description = d.get("description", "")
-        if not isinstance(description, str):
-            raise IsaError(f"\"description\" is a string, got {description!r}", rule=_JSON_RULE)
-        p = cls(d["name"], roles, barriers=tuple(bars), description=description, meta=tuple(tuple(m) for m in meta))
+                raise type(e)(f"barrier {i} ({b['name']!r}): {e.message}", rule=e.rule, ref=e.ref) from None
+        meta = tuple(tuple(m) for m in d.get("meta", ()))
+        p = cls(d["name"], roles, barriers=tuple(bars), description=d.get("description", ""), meta=meta)
         if "counts" in d and dict(d["counts"]) != p.counts():
             raise IsaError(f"program {p.name!r}: the JSON's counts {d['counts']} disagree with its records "
                            f"{p.counts()}", rule="counts are derived from the records")
@@ -341,6 +383,8 @@ class Program:
         return f"program {self.name}: {len(self.roles)} roles, {len(self)} records ({counts})"
 
     def __rich_console__(self, console, options):
+        """The listing: a table per role. Every piece of text is a ``rich.text.Text`` (never console markup): PTX
+        operands such as ``[full]`` or ``[mma_done]`` would otherwise be read as markup tags and vanish."""
         from rich.table import Table
         from rich.text import Text
 
@@ -348,14 +392,14 @@ class Program:
         if self.description:
             yield Text(self.description)
         for r in self.roles:
-            t = Table(title=f"role {r.name} - warps {', '.join(map(str, r.warps))}, {r.threads} threads",
+            t = Table(title=Text(f"role {r.name} - warps {', '.join(map(str, r.warps))}, {r.threads} threads"),
                       title_justify="left")
             t.add_column("#", justify="right")
             t.add_column("opcode", style="cyan")
             t.add_column("PTX", overflow="fold")
             t.add_column("label", style="dim")
             for i, rec in enumerate(r.records):
-                t.add_row(str(i), rec.opcode, rec.ptx(), rec.label)
+                t.add_row(Text(str(i)), Text(rec.opcode), Text(rec.ptx()), Text(rec.label))
             yield t
 
     def _repr_html_(self) -> str:
@@ -375,3 +419,61 @@ class Program:
 
     def _repr_mimebundle_(self, include=None, exclude=None) -> dict[str, str]:
         return {"text/plain": self._summary() + "\n" + self.ptx(), "text/html": self._repr_html_()}
+
+
+# ---- the JSON Schema ---------------------------------------------------------------------------------------
+def program_schema() -> dict:
+    """The JSON Schema (draft 2020-12) of :meth:`Program.to_json`, built from the classes: the Program, role and
+    barrier objects from their fields, every record from its class (:func:`simtc.isa.schema.record_defs`). The
+    shipped ``simtc/isa/program.schema.json`` is this (:func:`write_schema`; a test holds them equal)."""
+    import attrs
+
+    fields = {a.name: a for a in attrs.fields(Role)}
+    role = {"title": "role", "description": "a warp role (the key is its name): the CTA warps that run it, the "
+                                            "threads that execute it (default 32 per warp; 1 = an elected lane) "
+                                            "and its records in issue order",
+            "type": "object", "required": ["warps", "records"], "additionalProperties": False,
+            "properties": {"warps": schema.field_schema(fields["warps"]),
+                           "threads": schema.field_schema(fields["threads"]),
+                           "records": {"type": "array", "items": {"$ref": "#/$defs/record"}}}}
+    bfields = attrs.fields(Barrier)
+    bprops = {a.name: schema.field_schema(a) for a in bfields}
+    bprops["kind"] = dict(bprops["kind"], enum=list(BARRIER_KINDS))
+    barrier = {"title": "barrier", "description": "a barrier of the table: an mbarrier (count = expected arrivals, "
+                                                  "optional shared-memory addr) or a named barrier (id 0-15, count "
+                                                  "= threads)",
+               "type": "object", "required": [a.name for a in bfields if a.default is attrs.NOTHING],
+               "additionalProperties": False, "properties": bprops}
+    pfields = {a.name: a for a in attrs.fields(Program)}
+    return {
+        "$schema": schema.DIALECT,
+        "title": "simtc Program",
+        "description": "A kernel as data (simtc program NAME --json; simtc.isa.Program.to_json). Generated from the "
+                       "record classes by simtc.isa.program.program_schema; the values' rules are checked by the "
+                       "classes when the Program is built.",
+        "type": "object",
+        "required": ["name", "roles"],
+        "additionalProperties": False,
+        "properties": {
+            "name": schema.field_schema(pfields["name"]),
+            "description": schema.field_schema(pfields["description"]),
+            "meta": {"type": "array", "items": {"type": "array", "prefixItems": [{"type": "string"},
+                                                                                 {"type": ["string", "number"]}],
+                                                "minItems": 2, "maxItems": 2},
+                     "description": "[name, value] pairs (value a string or a number)"},
+            "roles": {"type": "object", "additionalProperties": {"$ref": "#/$defs/role"}},
+            "barriers": {"type": "array", "items": {"$ref": "#/$defs/barrier"}},
+            "counts": {"type": "object", "propertyNames": {"enum": list(OPCODES)},
+                       "additionalProperties": {"type": "integer"},
+                       "description": "records by PTX opcode, derived: checked against the records when read"},
+        },
+        "$defs": {"role": role, "barrier": barrier, **schema.record_defs()},
+    }
+
+
+def write_schema(path=None) -> None:
+    """Write :func:`program_schema` to ``path`` (default the shipped :data:`simtc.isa.schema.SCHEMA_FILE`)."""
+    import json
+    from pathlib import Path
+
+    Path(path or schema.SCHEMA_FILE).write_text(json.dumps(program_schema(), indent=1) + "\n", encoding="utf-8")

@@ -139,7 +139,7 @@ def _qk_json(capsys) -> dict:
     (lambda d: d["roles"]["softmax"]["records"][2].update(desc="0x1"),
      ["role 'softmax' record 2 (tcgen05.ld \"P (this warp's quadrant)\")", "unknown JSON field 'desc'"]),
     (lambda d: d["roles"]["mma"]["records"].__setitem__(5, 7), ["role 'mma' record 5:", "'op' tag"]),
-    (lambda d: d["roles"]["mma"].update(warps=4), ["role 'mma'", "\"warps\"", "JSON lists"]),
+    (lambda d: d["roles"]["mma"].update(warps=4), ["role 'mma'", "\"warps\"", "JSON list"]),
     (lambda d: d["barriers"][0].update(count="x"), ["barrier 0 ('qk_done[1]')", "'x'"]),
     (lambda d: d.update(meta=5), ["\"meta\""]),
 ])
