@@ -64,10 +64,13 @@ def register(sub) -> None:
     v.add_argument("--arch", choices=("sm100", "sm90"), default="sm100",
                    help="whose parameter table (flashmla-head64 runs on sm100)")
     v.add_argument("--factors", type=_factors, default=(0.5, 2.0), metavar="F,F,...",
-                   help="scale factors (default: 0.5,2; e.g. 0.25,0.5,2,4 to see how much slack a parameter has)")
+                   help="scale factors, distinct, positive, not 1, within 1/1000 ... 1000 (default: 0.5,2; e.g. "
+                        "0.25,0.5,2,4 to see how much slack a parameter has); a list starting with '-' is written "
+                        "attached, --factors=-1,2 (and refused: factors are positive)")
     v.add_argument("--top", type=int_in(1, 1000, "rows to show"), default=None,
                    help="show only the N parameters with the largest effect (default: all)")
     add_output_options(v)
+    _explain_detached_factors(v)
     v.set_defaults(handler=run_sensitivity_cmd)
     p.set_defaults(handler=needs_subcommand(p))
 
@@ -76,19 +79,50 @@ _MAX_FACTOR = 1000.0
 """Largest sensitivity factor (and 1/this the smallest): a parameter scaled further is no longer a timing."""
 
 
+_FACTORS_RULE = (f"sensitivity factors are distinct positive numbers other than 1, within 1/{_MAX_FACTOR:g} ... "
+                 f"{_MAX_FACTOR:g} (a parameter scaled by zero or a negative number is no longer a timing)")
+
+
 def _factors(text: str) -> tuple[float, ...]:
     import argparse
+    import math
+
+    from simtc.cli._common import UsageError
+
+    def refuse(why: str):
+        return argparse.ArgumentTypeError(str(UsageError(f"{text!r}: {why}, e.g. 0.5,2", rule=_FACTORS_RULE)))
 
     try:
         out = tuple(float(x) for x in text.split(",") if x.strip())
     except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r}: comma-separated numbers, e.g. 0.5,2") from None
-    if not out or any(not f > 0 or f == 1 for f in out) or len(set(out)) != len(out):
-        raise argparse.ArgumentTypeError(f"{text!r}: distinct positive factors other than 1, e.g. 0.5,2")
+        raise refuse("comma-separated numbers") from None
+    if not out:
+        raise refuse("no factor given")
+    bad = next((f for f in out if not f > 0 or math.isnan(f)), None)
+    if bad is not None:
+        raise refuse(f"factor {bad:g} is not positive")
+    if 1.0 in out or len(set(out)) != len(out):
+        raise refuse("factor 1 changes nothing" if 1.0 in out else "a factor is repeated")
     if any(not 1 / _MAX_FACTOR <= f <= _MAX_FACTOR for f in out):  # inf, 1e400, 1e-300: no parameter scales so
-        raise argparse.ArgumentTypeError(f"{text!r}: each factor within 1/{_MAX_FACTOR:g} ... {_MAX_FACTOR:g}, "
-                                         "e.g. 0.5,2")
+        raise refuse(f"each factor within 1/{_MAX_FACTOR:g} ... {_MAX_FACTOR:g}")
     return out
+
+
+def _explain_detached_factors(parser) -> None:
+    """``--factors -1,2``: argparse takes ``-1,2`` for an option (it is no negative number to it) and says only
+    "expected one argument"; say how to write it instead."""
+    from simtc.cli._common import UsageError
+
+    plain = parser.error
+
+    def error(message: str):
+        if "argument --factors: expected one argument" in " ".join(message.split()):
+            raise UsageError(f"{parser.prog}: --factors needs a value; a list starting with '-' must be attached to "
+                             "the option, --factors=-1,2 (argparse reads a separate word starting with '-' as an "
+                             "option)", rule=_FACTORS_RULE)
+        plain(message)
+
+    parser.error = error
 
 
 def _lines(r: dict, width: int) -> list[str]:
