@@ -39,6 +39,7 @@ from simtc.engine.tensor_pipe import mma_spec_of
 from simtc.kernels import hazards as catalogue
 from simtc.kernels.flashmla.mutations import CATALOGUE as MUTATIONS
 from simtc.kernels.flashmla.replay import B200_CLOCK_GHZ, PUBLISHED_TFLOPS, replay, steady_cycles_per_block, stepper
+from simtc.kernels.flashmla.story import hazard_counts, hazard_lines, throughput_basis
 from simtc.render.timeline import TimelineView
 from simtc.render.widget import StepperWidget, show_steps
 
@@ -48,13 +49,17 @@ from simtc.render.widget import StepperWidget, show_steps
 # A request of one KV block (64 tokens), replayed with real data (semantics mode: every record also
 # acts on shared memory and TMEM, and P, O and LSE are checked). One row per warp (█ busy, ░ waiting,
 # ▲ an arrival it made), one per unit (█ occupied) and one per barrier (· arrivals, │ phase
-# complete); the critical path is drawn in the highlight colour.
+# complete); the critical path is drawn in the highlight colour. Under it, the hazard checker's findings
+# (section 5): the one it reports on the faithful kernel is FlashMLA's own known race, a formal write-after-read
+# on `rowwise_max_buf` after the last block (`kernel.cuh` lines 229 and 309 at `9241ae3`; `docs/engine.md`), listed
+# apart from any hazard the Program would have introduced.
 
 # %%
 run = replay("v32", blocks=1, seed=0, keep_engine=True)
 eng = run.engine
 print(run.summary())
-TimelineView(eng, width=100)
+display(TimelineView(eng, width=100, hazards=False))
+print("\n".join(hazard_lines(run)))
 
 # %% [markdown]
 # Reading it left to right (FlashMLA `kernel.cuh` lines 431-843 at `9241ae3`): the MMA warp loads Q by TMA
@@ -233,20 +238,27 @@ display(crit_table)
 # With more blocks the producers run up to two blocks ahead (the KV ring has two buffers) and the
 # steady-state loop is softmax(i) → PV(i) + QK(i+1) on the tensor pipe → softmax(i+1): QK(i+1) waits
 # for `so_ready(i)` because P has one buffer (`kernel.cuh` lines 573-581: the QK commit, then PV after
-# `bar_so_ready`, in one loop; `config.h` line 79: one P region). Four blocks of the same request (timing only: no
-# data, so the data-dependent O rescale is assumed not to fire in any block).
-# The **whole kernel** first — the request's FLOPs over all its cycles, Q load, first block and
-# epilogue included, as if every SM of a B200 ran such a request — then the steady state, the time
-# between consecutive blocks' `sv_done`:
+# `bar_so_ready`, in one loop; `config.h` line 79: one P region). Four blocks of the same request, timing only:
+# no data, so the data-dependent O rescale is assumed not to fire in any block. The **whole kernel** first — the
+# request's FLOPs over all its cycles, Q load, first block and epilogue included, as if every SM of a B200 ran such
+# a request — then the steady state, the time between consecutive blocks' `sv_done`. Each figure says what it
+# includes; beside them the same request with its data, which rescales O in one block (the figure `simtc tour` and
+# notebook 03 give):
 
 # %%
 run4 = replay("v32", blocks=4, seed=0, timing_only=True, keep_engine=True)
+run4_data = replay("v32", blocks=4, seed=0)
 b200 = f"{run4.sm_count}-SM B200 at {B200_CLOCK_GHZ} GHz"
-print(f"whole kernel: {run4.cycles_whole:,} cycles for 4 blocks -> {run4.tflops_whole:.0f} TFLOP/s on a {b200} "
-      f"(FlashMLA publishes up to {PUBLISHED_TFLOPS} for its own benchmark shapes)")
-print(f"steady state: {run4.cycles_per_block_steady:,.0f} cycles per block -> {run4.tflops_steady:.0f} TFLOP/s "
-      f"(one block alone: {run.cycles_whole:,} cycles)")
-TimelineView(run4.engine, width=100, barriers=False)
+for r in (run4, run4_data):
+    print(f"{throughput_basis(r)}: whole kernel {r.cycles_whole:,} cycles -> {r.tflops_whole:.0f} TFLOP/s; steady "
+          f"state {r.cycles_per_block_steady:,.0f} cycles per block (blocks 1-3) -> {r.tflops_steady:.0f} TFLOP/s")
+rescale_cost = 3 * (run4_data.cycles_per_block_steady - run4.cycles_per_block_steady)
+print(f"on a {b200}, every SM running such a request (FlashMLA publishes up to {PUBLISHED_TFLOPS} for its own "
+      f"benchmark shapes); one block alone: {run.cycles_whole:,} cycles. The two differ by the O rescale: with the "
+      f"data block {run4_data.rescale_blocks[0]} rescales O, and the three steady-state intervals take "
+      f"{rescale_cost:,.0f} cycles more in all")
+display(TimelineView(run4.engine, width=100, barriers=False, hazards=False))
+print("\n".join(hazard_lines(run4)))
 
 # %% [markdown]
 # **Busy and waiting cycles per role** (mean over the role's warps; busy = issuing or holding an issue
@@ -380,7 +392,11 @@ for h in mutated.hazards[:2]:
     print(f"  {h['rule']} at cycle {h['cycle']}: {h['message'][:150]}")
 print(f"  replay ok: {mutated.ok}; P still bit-exact: {mutated.p_bit_exact} (this run's timing happened to "
       "deliver the data; the ordering is not guaranteed, and that is what the checker reports)")
-print(f"the unmutated replay: {len(run.hazards)} hazards, ok = {run.ok}")
+other, known = hazard_counts(mutated)
+print(f"  the mutated replay: {other} hazard(s) the mutation introduced, besides the kernel's known race "
+      f"({known} x {mutated.known_races[0]['rule']}, listed apart)")
+print(f"the unmutated replay: {hazard_counts(run)[0]} hazards besides the kernel's known race "
+      f"({hazard_counts(run)[1]} x {run.known_races[0]['rule']}), ok = {run.ok}")
 
 # %% [markdown]
 # ## What this notebook showed (checked)
@@ -427,6 +443,11 @@ assert max(units, key=lambda u: units[u]["busy_cycles"]) == "tma" and units["ten
 assert run4.cycles_per_block < run.cycles                                # blocks overlap in the pipeline
 # the whole kernel (ramp and epilogue included) is slower per block than the steady state
 assert run4.cycles_whole > 4 * run4.cycles_per_block_steady and run4.tflops_whole < run4.tflops_steady
+# the figures say what they include: timing only assumes no O rescale; the data rescales O in one block, slower
+assert run4.rescale_blocks == [] and run4.rescale_source == "assumed" and len(run4_data.rescale_blocks) == 1
+assert run4_data.tflops_steady < run4.tflops_steady and "timing only" in throughput_basis(run4)
+# the hazards printed under the timelines: the kernel's known race, labelled, and nothing else
+assert hazard_counts(run) == (0, 4) and "FlashMLA's own known race" in hazard_lines(run)[0]
 # every parameter is labelled; the B200 table has no measured one
 assert set(labels) == set(timing.LABELS) and sum(labels.values()) == len(used) and labels["measured"] == 0
 assert all(p.source for p in used.values()) and from_h200

@@ -19,7 +19,7 @@ is never sent: the ``.ws`` instruction's data-path layout decides where it reads
 Here, simtc's side of that: the addresses the head64 Program's QK instructions issue (:func:`qk_a_addresses`), a
 Program whose QK instructions take their A addresses from another fragment layout (:func:`readdress_qk_a`, a
 seeded bug for the checks), and which A reads fall outside Q's columns (:func:`a_reads_outside`). Notebook 03
-(section 9) computes CuTe's fragment layout itself with pycute and checks it against these.
+(section 8) computes CuTe's fragment layout itself with pycute and checks it against these.
 
 >>> from simtc.kernels.flashmla.head64 import head64_program
 >>> [(lab, lane, col) for lab, lane, col in qk_a_addresses(head64_program("v32", 1))][:3]
