@@ -28,7 +28,14 @@ class PtxError(SimtcError):
 
 
 class PtxSyntaxError(PtxError, ValueError):
-    """PTX text the parser cannot read."""
+    """PTX text the parser cannot read. ``line`` is the PTX line (1-based) and ``text`` the statement (or the
+    line) the parser stopped at, when known."""
+
+    def __init__(self, message: str, *, rule: str | None = None, ref: str | None = None,
+                 line: int | None = None, text: str | None = None):
+        super().__init__(message, rule=rule, ref=ref)
+        self.line = line
+        self.text = text
 
 
 class PtxUnsupported(PtxError, NotImplementedError):

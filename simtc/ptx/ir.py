@@ -145,11 +145,18 @@ class Guard:
 
 @frozen
 class Loc:
-    """A source position from ``.loc file line column`` with the file's path from ``.file``."""
+    """A source position from ``.loc file line column`` with the file's path from ``.file``.
+
+    ``function`` and ``inlined_at`` come from ``.loc``'s optional ``function_name`` / ``inlined_at`` attributes
+    (``.loc 1 37 5, function_name $L__info_string0, inlined_at 1 46 5``; PTX ISA 9.0 §11.5, debugging
+    directives): the function the position lies in (its linkage name, read from the ``.debug_str`` section, or
+    the label when that is absent) and the position it was inlined at."""
 
     file: str
     line: int
     column: int = 0
+    function: str | None = None
+    inlined_at: Loc | None = None
 
     def __str__(self) -> str:
         return f"{self.file}:{self.line}"
@@ -163,7 +170,8 @@ class Instruction:
     part and :attr:`modifiers` the rest, in order. ``operands`` are in PTX order (destinations first,
     except for stores and other instructions without a destination). A ``call`` keeps its return
     operands in ``call_returns``, its callee in ``call_target`` (a :class:`Sym`, or a :class:`Reg` for an
-    indirect call) and its arguments as ``operands``. ``line`` is the PTX line (1-based), ``loc`` the CUDA
+    indirect call), its arguments as ``operands`` and the ``.callprototype`` or ``.calltargets`` label of an
+    indirect call in ``call_prototype``. ``line`` is the PTX line (1-based), ``loc`` the CUDA
     source position from the last ``.loc`` (``None`` without ``-lineinfo``), ``text`` the statement as
     written (whitespace normalised), for listings and error messages.
     """
@@ -176,6 +184,7 @@ class Instruction:
     text: str = ""
     call_returns: tuple = ()
     call_target: Sym | Reg | None = None
+    call_prototype: Sym | None = None
 
     @property
     def opcode(self) -> str:
@@ -216,8 +225,9 @@ class Variable:
     ``.const``, ``.local`` (a function's ``__local_depot``), or a ``.param`` declared inside a body (call
     sequences). ``shape`` holds the array dimensions (``()`` for a scalar; ``(0,)`` for an unsized ``[]``,
     e.g. ``extern`` dynamic shared memory); ``init`` is the initializer as a tuple of ints / floats / :class:`Sym`
-    (addresses of other variables), flattened. ``linkage`` is ``extern``/``visible``/``weak``/``common`` or
-    ``None``. PTX ISA 9.0 §5.4 (variables)."""
+    (addresses of other variables; ``generic(sym)`` is read as ``sym``), flattened; a float written in PTX's
+    exact hex form (``0f3F800000``) stays an :class:`Imm` so its bits are kept. ``linkage`` is
+    ``extern``/``visible``/``weak``/``common`` or ``None``. PTX ISA 9.0 §5.4 (variables)."""
 
     name: str
     space: str  # "shared" | "global" | "const" | "local" | "param"
@@ -273,7 +283,10 @@ class Function:
     """A ``.entry`` (kernel) or ``.func``: parameters, return parameters (``.func`` only), the flat register
     file, body-scoped variables (``.local``/``.shared``/``.param``), the instruction list, label → index,
     and the performance directives (``.maxntid``, ``.reqntid``, ``.minnctapersm``, ``.maxnreg``,
-    ``.explicitcluster``, ``.reqnctapercluster``, ``.maxclusterrank``) as a mapping of name → values."""
+    ``.explicitcluster``, ``.reqnctapercluster``, ``.maxclusterrank``) as a mapping of name → values.
+    ``branch_targets`` maps a ``.branchtargets`` label to its label list (``brx.idx``'s table), ``call_targets``
+    a ``.calltargets`` label to its function names, ``prototypes`` a ``.callprototype`` label to its text
+    (PTX ISA 9.0 §9.7.12.4 brx.idx, §9.7.12.5 call, §11.3 control flow directives)."""
 
     name: str
     entry: bool
@@ -286,6 +299,9 @@ class Function:
     directives: dict[str, tuple[int, ...]] = field(factory=dict, eq=False, hash=False)
     linkage: str | None = None
     line: int = 0
+    branch_targets: dict[str, tuple[str, ...]] = field(factory=dict, eq=False, hash=False)
+    call_targets: dict[str, tuple[str, ...]] = field(factory=dict, eq=False, hash=False)
+    prototypes: dict[str, str] = field(factory=dict, eq=False, hash=False)
 
     @property
     def is_declaration(self) -> bool:
