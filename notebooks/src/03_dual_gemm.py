@@ -168,9 +168,9 @@ LayoutView(layout_e, c0=P_COLUMN)
 # request): the warp makes one shared-memory descriptor of Q, viewing Q's bytes as the K-major SW128 atom tiled to
 # `B_H*2` rows × 64 columns (the comment: the factor 2 leverages the dual GEMM), and then loops over
 # `D_Q_SW128/128` tiles and, inside each, `64/16` subtiles. Each iteration is one 128-lane × 256-bit copy
-# (`SM100_UTCCP_128dp256bit_1cta`) from the descriptor advanced by `(tile_idx*(B_H*128) + subtile_idx*16) * 2 / 16`
-# into the TMEM column `tmem_cols::Q + tile_idx*32 + subtile_idx*8`; the loops' comments say each tile is 64 heads ×
-# 128 dims logically and 128 lanes × 64 bf16 in TMEM.
+# (`SM100_UTCCP_128dp256bit_1cta`): its source is the descriptor advanced by B_H·128 bf16 per tile and 16 per subtile
+# (turned into the descriptor's 16-byte units: × 2 / 16), its TMEM column `tmem_cols::Q` plus 32 per tile and 8 per
+# subtile; the loops' comments say each tile is 64 heads × 128 dims logically and 128 lanes × 64 bf16 in TMEM.
 #
 # Q sits in shared memory as eight 64 × 64 SW128 tiles (tile t = dims 64t … 64t+63 of the 64 heads, 8 KiB each).
 # The copy's descriptor describes **B_H × 2 = 128 rows**, so rows 64–127 of its view are the *next* tile: the odd
@@ -194,7 +194,7 @@ from_source = [((t * (B_H * 128) + s * 16) * 2, Q_COLUMN + t * 32 + s * 8)
 nope_copies = [c for c in copies if "NoPE" in c.label]
 in_simtc = [(c.desc.start - q0, c.taddr) for c in nope_copies]
 print(f"{len(nope_copies)} NoPE copies (D_Q_SW128/128 x 64/16 = {D_Q_SW128 // 128} x {64 // 16}) + "
-      f"{len(copies) - len(nope_copies)} RoPE copies; simtc's source offsets and columns are the quoted expressions': "
+      f"{len(copies) - len(nope_copies)} RoPE copies; simtc's source offsets and columns are the cited expressions': "
       f"{in_simtc == from_source}")
 for c in copies[:5] + copies[-2:]:
     print(f"  {c.label:<18} TMEM column {c.taddr:>3}  source start {c.desc.start:>6} B  {c.ptx()}")
@@ -1111,7 +1111,7 @@ assert caught["32-bit storage"][:2] == ("checked", False) and len(caught["32-bit
 
 # %%
 # Q1, in FlashMLA's code: N = B_TOPK*2; the 128-row (B_H*2) views; Q_Tail = 256 + B_H*D_NOPE/2/128; A fragments of
-# D_ROPE/2 and D_NOPE/2 -> 2 + 16 instructions; B view <512/64/2> = 4 tiles; the copies' quoted expressions
+# D_ROPE/2 and D_NOPE/2 -> 2 + 16 instructions; B view <512/64/2> = 4 tiles; the copies' cited expressions
 assert (QK_IDESC.m, QK_IDESC.n) == (B_H, B_TOPK * 2) and NOPE_VIEW.rows == ROPE_VIEW.rows == B_H * 2
 assert Q_TAIL_COLUMN == Q_COLUMN + B_H * D_NOPE // 2 // 128 == 384 and P_COLUMN == Q_TAIL_COLUMN + 16 == 400
 assert (len(rope_mmas), len(nope_mmas)) == (D_ROPE // 2 // INSTR_K, D_NOPE // 2 // INSTR_K) == (2, 16)
