@@ -23,9 +23,9 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 
-pytestmark = pytest.mark.skipif(
+pytestmark = [pytest.mark.slow, pytest.mark.skipif(
     importlib.util.find_spec("mkdocs") is None or importlib.util.find_spec("material") is None,
-    reason="mkdocs and mkdocs-material (docs extra: pip install -e '.[docs]') not installed")
+    reason="mkdocs and mkdocs-material (docs extra: pip install -e '.[docs]') not installed")]
 
 
 @pytest.fixture(scope="module")

@@ -19,9 +19,9 @@ ROOT = Path(__file__).resolve().parents[1]
 SOURCE = ROOT / "notebooks" / "src" / "03_dual_gemm.py"
 WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
 
-pytestmark = pytest.mark.skipif(
+pytestmark = [pytest.mark.slow, pytest.mark.skipif(
     not all(importlib.util.find_spec(m) for m in ("nbclient", "nbformat", "ipykernel", "ipywidgets")),
-    reason="nbclient, nbformat, ipykernel and ipywidgets (dev extra) not installed")
+    reason="nbclient, nbformat, ipykernel and ipywidgets (dev extra) not installed")]
 
 LEARNER = """
 labels = [widget.event().label]

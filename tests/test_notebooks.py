@@ -59,6 +59,7 @@ def executed():
 
 
 @needs_jupyter
+@pytest.mark.slow
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
 def test_notebook_executes(path, executed):
     nb = executed[path.stem]

@@ -123,6 +123,7 @@ def test_k_stepping_bf16_sw128(data):
     assert int(_case(data, "bf16", "K", "SW128", 16, 128, 4)["umma_desc"], 16) == base + 16 * 128 // 16
 
 
+@pytest.mark.slow
 @pytest.mark.oracle
 def test_regeneration_matches_committed_file(data):
     """Rebuild from CuTe and compare.

@@ -311,6 +311,7 @@ def test_cross_checks_were_run(data):
 # --------------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.oracle
 def test_regeneration_matches_committed_file(data):
     """Rebuild from the CuTe headers (g++, three translation units, ~35 CPU-seconds) and compare.
