@@ -150,9 +150,11 @@ def load_tensors(program, specs) -> dict:
                              f"{known})", rule=_TENSOR_RULE)
         if name in out:
             raise UsageError(f"--tensor {name} given twice", rule=_TENSOR_RULE)
-        try:
+        from simtc.isa.files import damaged_errors
+
+        try:  # a truncated or foreign file: what every simtc reader counts as damaged (simtc.isa.files)
             array = np.load(path, allow_pickle=False)
-        except (OSError, ValueError, EOFError) as e:
+        except (OSError, *damaged_errors()) as e:
             raise UsageError(f"--tensor {name}={path}: cannot read a .npy array ({type(e).__name__}: {e})",
                              rule=_TENSOR_RULE) from None
         if not isinstance(array, np.ndarray):

@@ -241,7 +241,7 @@ def build(checkout: FlashMLACheckout, out_dir=None, *, sm90: bool = True, sm100:
         (keys["sm90"] + keys["sm100"]).encode()).hexdigest()[:16]
     out.mkdir(parents=True, exist_ok=True)
     mpath = out / "build.json"
-    manifest = json.loads(mpath.read_text()) if mpath.is_file() else {}
+    manifest = _manifest(mpath) if mpath.is_file() else {}
     manifest.update({"format": "simtc-flashmla-build", "version": 1, "flashmla_commit": checkout.commit,
                      "flashmla_dirty": checkout.dirty, "cutlass_commit": checkout.cutlass_commit,
                      "checkout": str(checkout.root), "nvcc": version, "nvcc_flags": list(NVCC_FLAGS)})
@@ -286,13 +286,23 @@ def load_build(path) -> FlashMLABuild:
     """Reopen a build folder written by :func:`build` (no checkout or compiler needed)."""
     p = Path(path)
     m = p / "build.json"
-    try:
-        manifest = json.loads(m.read_text())
-    except (OSError, ValueError) as e:
-        raise SimtcError(f"{p} is not a simtc FlashMLA build folder ({e})", rule=_RULE) from None
+    if not m.is_file():
+        raise SimtcError(f"{p} is not a simtc FlashMLA build folder (it has no build.json)", rule=_RULE)
+    manifest = _manifest(m)
     if manifest.get("format") != "simtc-flashmla-build":
         raise SimtcError(f"{m} is not a simtc FlashMLA build manifest", rule=_RULE)
     return FlashMLABuild(p.resolve(), manifest)
+
+
+def _manifest(m: Path) -> dict:
+    """A build folder's ``build.json``, read by :func:`simtc.isa.files.read_json` (damaged: one refusal)."""
+    from simtc.isa.files import read_json
+
+    manifest = read_json(m, _RULE, what="simtc FlashMLA build manifest")
+    if not isinstance(manifest, dict):
+        raise SimtcError(f"{m} is not a simtc FlashMLA build manifest (a JSON {type(manifest).__name__}, not an "
+                         "object)", rule=_RULE)
+    return manifest
 
 
 # ---- running the SM90 kernels (CuPy) -----------------------------------------------------------------------
@@ -664,23 +674,37 @@ def save_recording(path, run: FlashMLARun, *, meta: Mapping) -> None:
 def load_recording(path) -> tuple[dict, list[tuple[str, object, tuple[np.ndarray, np.ndarray]]]]:
     """``(meta, [(name, FlashMLAInputs, (out, lse)), ...])`` of a file written by :func:`save_recording`; every
     set's inputs and outputs are validated by :mod:`simtc.kernels.flashmla.io`."""
-    from simtc.kernels.flashmla.io import validate_inputs, validate_outputs
+    from simtc.isa.files import loads_json
+    from simtc.kernels.flashmla.io import read_npz, validate_inputs, validate_outputs
 
     rule = "a FlashMLA recording is written by simtc crosscheck --flashmla --save-flashmla"
-    try:
-        with np.load(path, allow_pickle=False) as z:
-            data = {k: z[k] for k in z.files}
-        meta = json.loads(bytes(data.pop("meta.json")).decode())
-    except (OSError, ValueError, KeyError) as e:
-        raise SimtcError(f"{path}: not a FlashMLA recording ({e})", rule=rule) from None
-    if meta.get("format") != RECORDING_FORMAT:
-        raise SimtcError(f"{path}: format {meta.get('format')!r}, not {RECORDING_FORMAT}", rule=rule)
+    data = read_npz(path, "recording", rule=rule)  # missing, truncated, not an archive: refused there
+    if "meta.json" not in data:
+        raise SimtcError(f"{path}: not a FlashMLA recording (it has no meta.json member)", rule=rule)
+    raw = data.pop("meta.json")
+    if raw.dtype != np.uint8 or raw.ndim != 1:
+        raise SimtcError(f"{path}: not a FlashMLA recording (meta.json is a {raw.dtype} array of shape {raw.shape}, "
+                         "not bytes)", rule=rule)
+    meta = loads_json(raw.tobytes(), f"{path}: meta.json", rule)
+    if not isinstance(meta, dict) or meta.get("format") != RECORDING_FORMAT:
+        got = meta.get("format") if isinstance(meta, dict) else type(meta).__name__
+        raise SimtcError(f"{path}: format {got!r}, not {RECORDING_FORMAT}", rule=rule)
+    names = meta.get("sets")
+    if not isinstance(names, list) or not names or not all(isinstance(n, str) for n in names):
+        raise SimtcError(f"{path}: meta.json's 'sets' is not a non-empty list of set names", rule=rule)
     sets = []
-    for name in meta["sets"]:
-        part = {k.split("/", 1)[1]: v for k, v in data.items() if k.split("/", 1)[0] == name}
+    for name in names:
+        part = {k.split("/", 1)[1]: v for k, v in data.items() if k.split("/", 1)[0] == name and "/" in k}
+        missing = [k for k in ("out", "lse") if k not in part]
+        if missing:
+            raise SimtcError(f"{path}: set {name!r} has no {' or '.join(missing)} array (FlashMLA's outputs)",
+                             rule=rule)
         outs = {k: part.pop(k) for k in ("out", "lse")}
-        inp = validate_inputs(part)
-        o = validate_outputs(outs, inp)
+        try:
+            inp = validate_inputs(part)
+            o = validate_outputs(outs, inp)
+        except SimtcError as e:
+            raise type(e)(f"{path}: set {name!r}: {e.message}", rule=e.rule, ref=e.ref) from None
         sets.append((name, inp, (o.out, o.lse)))
     return meta, sets
 

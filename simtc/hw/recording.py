@@ -155,48 +155,68 @@ def write_recording(path: str | Path, outputs: Mapping[str, np.ndarray], *, seed
     return len(cases)
 
 
+def _check_meta(meta: dict, path) -> None:
+    """The fields downstream readers use, typed (a damaged or hand-edited recording is refused here, once)."""
+    def bad(why: str) -> RecordingError:
+        return RecordingError(f"{str(path)!r}: incomplete metadata ({why})", rule=_RULE)
+
+    if isinstance(meta.get("seed"), bool) or not isinstance(meta.get("seed"), int):
+        raise bad(f"seed {meta.get('seed')!r} is not an integer")
+    cases = meta.get("cases")
+    if not isinstance(cases, list) or not all(isinstance(c, dict) for c in cases):
+        raise bad("'cases' is not a list of objects")
+    for c in cases:
+        if not isinstance(c.get("key"), str) or not isinstance(c.get("sha256"), str) \
+                or not isinstance(c.get("shape"), list) or not (c.get("registers") is None
+                                                               or isinstance(c.get("registers"), str)):
+            raise bad(f"case {c.get('key')!r} lacks its key, sha256, shape or registers")
+    cycles = meta.get("cycles_per_group_median")
+    if cycles is not None and not (isinstance(cycles, dict) and all(
+            isinstance(v, int | float) and not isinstance(v, bool) for v in cycles.values())):
+        raise bad("'cycles_per_group_median' is not an object of numbers")
+    timing = meta.get("wgmma_timing")
+    if timing:
+        from simtc.hw.timing import timing_from_json
+
+        timing_from_json(timing)  # a record it cannot read is refused now, not while replaying
+
+
 def read_recording(path: str | Path) -> Recording:
-    """Read and validate a recording; :class:`RecordingError` names what is wrong."""
+    """Read and validate a recording; :class:`RecordingError` names what is wrong. A truncated, garbled or foreign
+    file is refused through :func:`simtc.isa.files.reading` (the one rule of every simtc reader)."""
+    from simtc.isa.files import loads_json, reading
+
     p = Path(path)
     if not p.is_file():
         raise RecordingError(f"{str(path)!r} does not exist" if not p.exists() else f"{str(path)!r} is not a file",
                              rule=_RULE)
-    try:
-        with zipfile.ZipFile(p) as z:
+    with reading(p, _RULE, what="simtc recording (an .npz zip archive)", error=RecordingError):
+        try:
+            z = zipfile.ZipFile(p)
+        except zipfile.BadZipFile:
+            raise RecordingError(f"{str(path)!r} is not an .npz (zip) archive (or it is truncated)",
+                                 rule=_RULE) from None
+        with z:
             names = set(z.namelist())
             if META not in names:
                 raise RecordingError(f"{str(path)!r} is an archive without {META}: not a simtc recording"
                                      + (" (an older simtc format)" if "meta.npy" in names else ""), rule=_RULE)
-            try:
-                meta = json.loads(z.read(META).decode("utf-8"))
-            except (UnicodeDecodeError, json.JSONDecodeError) as e:
-                raise RecordingError(f"{str(path)!r}: {META} is not JSON ({e})", rule=_RULE) from None
+            meta = loads_json(z.read(META), f"{str(path)!r}: {META}", _RULE, error=RecordingError)
             if not isinstance(meta, dict) or meta.get("format") != FORMAT:
                 raise RecordingError(f"{str(path)!r} is not a simtc recording (format "
                                      f"{meta.get('format') if isinstance(meta, dict) else None!r})", rule=_RULE)
             if meta.get("version") != VERSION:
                 raise RecordingError(f"{str(path)!r}: recording version {meta.get('version')!r}; this simtc reads "
                                      f"version {VERSION}", rule=_RULE)
+            _check_meta(meta, path)
             digests, registers = {}, {}
-            try:
-                int(meta["seed"])
-                for c in meta["cases"]:
-                    digests[c["key"]] = str(c["sha256"])
-                    if c["registers"] is not None:
-                        if c["registers"] not in names:
-                            raise RecordingError(f"{str(path)!r}: member {c['registers']} is missing", rule=_RULE)
-                        regs = _npy_array(z.read(c["registers"]), c["registers"])
-                        if list(regs.shape) != list(c["shape"]) or digest(regs) != c["sha256"]:
-                            raise RecordingError(f"{str(path)!r}: {c['key']}: registers and digest disagree",
-                                                 rule=_RULE)
-                        registers[c["key"]] = regs
-            except (KeyError, TypeError, ValueError) as e:
-                if isinstance(e, RecordingError):
-                    raise
-                raise RecordingError(f"{str(path)!r}: incomplete metadata ({type(e).__name__}: {e})",
-                                     rule=_RULE) from None
-    except zipfile.BadZipFile:
-        raise RecordingError(f"{str(path)!r} is not an .npz (zip) archive", rule=_RULE) from None
-    except OSError as e:
-        raise RecordingError(f"{str(path)!r} cannot be read ({e.strerror or e})", rule=_RULE) from None
+            for c in meta["cases"]:
+                digests[c["key"]] = c["sha256"]
+                if c["registers"] is not None:
+                    if c["registers"] not in names:
+                        raise RecordingError(f"{str(path)!r}: member {c['registers']} is missing", rule=_RULE)
+                    regs = _npy_array(z.read(c["registers"]), c["registers"])
+                    if list(regs.shape) != list(c["shape"]) or digest(regs) != c["sha256"]:
+                        raise RecordingError(f"{str(path)!r}: {c['key']}: registers and digest disagree", rule=_RULE)
+                    registers[c["key"]] = regs
     return Recording(meta, digests, registers)

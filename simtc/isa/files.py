@@ -9,9 +9,9 @@ the same rule:
 * :func:`reading` -- a ``with`` block around the reading code: an ``OSError`` with an errno (missing file,
   a directory, no permission) says the file cannot be read; what a truncated, garbled or foreign file makes
   the standard library and numpy raise (:func:`damaged_errors`: ``zipfile.BadZipFile``, ``zlib.error``,
-  ``EOFError``, ``ValueError`` ...) says the file is not a readable one of its kind and may be truncated. Both
-  are one :class:`~simtc.errors.SimtcError` naming the file and the rule (exit 2 on the command line, never
-  "internal error"). A ``SimtcError`` raised inside (a validator's) passes unchanged.
+  ``EOFError``, ``ValueError`` ...) says the file is not a readable one of its kind and may be truncated or
+  corrupt. Both are one :class:`~simtc.errors.SimtcError` naming the file and the rule (exit 2 on the command
+  line, never "internal error"). A ``SimtcError`` raised inside (a validator's) passes unchanged.
 * :func:`loads_json` / :func:`read_json` -- strict JSON: UTF-8, and every key once per object. Python's parser
   keeps the last of two equal keys silently; here a repeated key is refused, naming the key and its JSON path
   (``$.roles.mma``, the notation of the JSON Schema errors of :mod:`simtc.isa.schema`).
@@ -55,8 +55,8 @@ def damaged_errors() -> tuple[type[BaseException], ...]:
     import zipfile
     import zlib
 
-    return (EOFError, ValueError, KeyError, IndexError, TypeError, NotImplementedError, RecursionError,
-            struct.error, zipfile.BadZipFile, zlib.error)
+    return (EOFError, ValueError, KeyError, IndexError, TypeError, NotImplementedError, RuntimeError, struct.error,
+            zipfile.BadZipFile, zlib.error)
 
 
 def _why(e: BaseException) -> str:
@@ -79,13 +79,13 @@ def reading(path: str | os.PathLike, rule: str, *, what: str, ref: str | None = 
     except OSError as e:
         if e.errno is not None:  # the file itself: missing, a directory, no permission, an I/O error
             raise error(f"cannot read {name!r}: {e.strerror or e}", rule=rule, ref=ref) from None
-        raise error(f"{name!r} is not a readable {what} ({_why(e)}); it may be truncated or damaged", rule=rule,
+        raise error(f"{name!r} is not a readable {what} ({_why(e)}); it may be truncated or corrupt", rule=rule,
                     ref=ref) from None
     except damaged_errors() as e:
         if "pickle" in str(e):  # numpy's text for a file that is no archive: it is never unpickled here
-            raise error(f"{name!r} is not a {what} at all (numpy reads neither an .npz nor an .npy array in it)",
-                        rule=rule, ref=ref) from None
-        raise error(f"{name!r} is not a readable {what} ({_why(e)}); it may be truncated or damaged", rule=rule,
+            raise error(f"{name!r} is not a numpy {what} (not a zip archive of .npy arrays)", rule=rule,
+                        ref=ref) from None
+        raise error(f"{name!r} is not a readable {what} ({_why(e)}); it may be truncated or corrupt", rule=rule,
                     ref=ref) from None
 
 

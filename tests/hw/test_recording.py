@@ -80,7 +80,7 @@ def _zip(path, members):
     (lambda p: p, "is not a file"),
     (lambda p: _text(p / "t.npz", "hello"), "not an .npz"),
     (lambda p: _zip(p / "o.npz", {"meta.npy": b"x"}), "older simtc format"),
-    (lambda p: _zip(p / "j.npz", {"meta.json": "{"}), "not JSON"),
+    (lambda p: _zip(p / "j.npz", {"meta.json": "{"}), "not readable JSON"),
     (lambda p: _zip(p / "f.npz", {"meta.json": json.dumps({"format": "other"})}), "not a simtc recording"),
     (lambda p: _zip(p / "v.npz", {"meta.json": json.dumps({"format": FORMAT, "version": 1})}), "version 1"),
     (lambda p: _zip(p / "m.npz", {"meta.json": json.dumps({"format": FORMAT, "version": 2})}),

@@ -58,7 +58,8 @@ from simtc.numerics.formats import decode_bits, encode_bits
 __all__ = [
     "INPUT_KEYS", "OPTIONAL_KEYS", "OUTPUT_KEYS", "FileReplay", "FlashMLAFileError", "FlashMLAFormatError",
     "FlashMLAInputs", "FlashMLAOutputs", "KvLayout", "dequant_tokens", "file_shapes", "inputs_file_memory", "kv_layout",
-    "load_inputs", "load_outputs", "make_inputs", "make_inputs_memory", "quantize_kv", "replay_file", "replay_inputs",
+    "load_inputs", "load_outputs", "make_inputs", "make_inputs_memory", "quantize_kv", "read_npz", "replay_file",
+    "replay_inputs",
     "request", "save_inputs", "save_outputs", "validate_inputs", "validate_outputs",
 ]
 
@@ -203,21 +204,13 @@ class FlashMLAOutputs:
 
 
 # ---- reading and checking ---------------------------------------------------------------------------------
-_CORRUPT = (ValueError, EOFError, KeyError, NotImplementedError, RuntimeError)
-"""What numpy and zipfile raise on a truncated or corrupt archive (``zipfile.BadZipFile`` and ``zlib.error`` are
-added where they are imported): reported as a bad file, never as a bug."""
-
-
-def _corrupt_errors() -> tuple:
-    import zipfile
-    import zlib
-
-    return (*_CORRUPT, zipfile.BadZipFile, zlib.error)
-
-
-def _load_npz(path: str | os.PathLike, what: str) -> dict[str, np.ndarray]:
+def read_npz(path: str | os.PathLike, what: str, rule: str | None = None) -> dict[str, np.ndarray]:
+    """Every array of the ``.npz`` file ``path`` (a FlashMLA ``what`` file: inputs, outputs, a recording), read with
+    ``allow_pickle=False``. A missing or unreadable file raises :class:`FlashMLAFileError`; a truncated, garbled
+    or foreign one :class:`FlashMLAFormatError` naming it (what counts as damaged:
+    :func:`simtc.isa.files.damaged_errors`, the one list of every simtc reader)."""
     name = os.fspath(path)
-    rule = f"a FlashMLA {what} file is an .npz archive (numpy.savez), complete"
+    rule = rule or f"a FlashMLA {what} file is an .npz archive (numpy.savez), complete"
     with contextlib.ExitStack() as stack:
         try:  # opened here: numpy leaves its own file open when the archive is corrupt
             fh = stack.enter_context(open(path, "rb"))
@@ -227,19 +220,16 @@ def _load_npz(path: str | os.PathLike, what: str) -> dict[str, np.ndarray]:
 
 
 def _read_npz(fh, name: str, what: str, rule: str) -> dict[str, np.ndarray]:
+    from simtc.isa.files import damaged_errors, reading
+
     path = name
-    try:
-        f = np.load(fh, allow_pickle=False)
-    except OSError as e:
-        if e.errno is not None:  # an I/O error while reading
-            raise _file_error(path, e, reading=True) from None
-        raise _bad(f"{name!r} is not a numpy .npz archive ({e})", rule) from None
-    except _corrupt_errors() as e:
-        # numpy's own text for a non-archive talks about unpickling it; it is never loaded that way here
-        if "pickle" in str(e):
-            raise _bad(f"{name!r} is not a numpy .npz archive (not a zip archive of .npy arrays)", rule) from None
-        raise _bad(f"{name!r} is not a readable .npz archive ({type(e).__name__}: {e}); it may be truncated or "
-                   "corrupt", rule) from None
+    with reading(name, rule, what=".npz archive", ref=_DOC, error=FlashMLAFormatError):
+        try:
+            f = np.load(fh, allow_pickle=False)
+        except OSError as e:
+            if e.errno is not None:  # an I/O error while reading
+                raise _file_error(path, e, reading=True) from None
+            raise
     if not isinstance(f, np.lib.npyio.NpzFile):
         raise _bad(f"{name!r} holds a single .npy array, not an .npz archive of named arrays", rule)
     out = {}
@@ -258,7 +248,7 @@ def _read_npz(fh, name: str, what: str, rule: str) -> dict[str, np.ndarray]:
                     raise _file_error(path, e, reading=True) from None
                 raise _bad(f"{name!r}: array {k!r} cannot be read ({e}); the file may be truncated or corrupt",
                            rule) from None
-            except _corrupt_errors() as e:
+            except damaged_errors() as e:
                 raise _bad(f"{name!r}: array {k!r} cannot be read ({type(e).__name__}: {e}); the file may be "
                            "truncated or corrupt", rule) from None
     return out
@@ -452,12 +442,12 @@ def validate_outputs(arrays: Mapping[str, np.ndarray], inputs: FlashMLAInputs | 
 
 def load_inputs(path: str | os.PathLike) -> FlashMLAInputs:
     """Read and validate an inputs ``.npz`` (``allow_pickle=False``)."""
-    return validate_inputs(_load_npz(path, "inputs"))
+    return validate_inputs(read_npz(path, "inputs"))
 
 
 def load_outputs(path: str | os.PathLike, inputs: FlashMLAInputs | None = None) -> FlashMLAOutputs:
     """Read and validate an outputs ``.npz`` (``allow_pickle=False``)."""
-    return validate_outputs(_load_npz(path, "outputs"), inputs)
+    return validate_outputs(read_npz(path, "outputs"), inputs)
 
 
 def _save(path: str | os.PathLike, arrays: Mapping[str, np.ndarray]) -> None:
@@ -696,6 +686,8 @@ def file_shapes(path: str | os.PathLike) -> dict[str, tuple[tuple[int, ...], np.
 
     from numpy.lib import format as npy
 
+    from simtc.isa.files import damaged_errors
+
     out = {}
     try:
         with zipfile.ZipFile(path) as z:
@@ -705,7 +697,7 @@ def file_shapes(path: str | os.PathLike) -> dict[str, tuple[tuple[int, ...], np.
                     read = npy.read_array_header_1_0 if version == (1, 0) else npy.read_array_header_2_0
                     shape, _, dtype = read(f)
                 out[info.filename.removesuffix(".npy")] = (tuple(shape), dtype)
-    except (OSError, *_corrupt_errors()):
+    except (OSError, *damaged_errors()):
         return None
     return out
 
