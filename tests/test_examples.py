@@ -92,3 +92,12 @@ def test_tcgen05_gemm_variants_print_grouped_reports():
 def test_tcgen05_gemm_help_shows_defaults():
     out = _gemm("--help")
     assert out.returncode == 0 and "(default: 8)" in out.stdout and "--write-json" in out.stdout
+
+
+def test_cuda_kernels_example_runs_with_simtc_cuda():
+    """examples/cuda_kernels.py: the CuPy-API script, run with simtc.cuda (no GPU), equals numpy."""
+    out = subprocess.run([sys.executable, str(EXAMPLES / "cuda_kernels.py")], capture_output=True, text=True,
+                         timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert "vector_add, n = 1000: c == a + b bit for bit: True" in out.stdout
+    assert "block_sum, 4 blocks of 128 threads: per-block sums equal numpy's: True" in out.stdout

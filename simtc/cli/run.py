@@ -52,20 +52,25 @@ def register(sub) -> None:
     p.add_argument("--smem", type=int_in(0, None, "dynamic shared memory is a byte count >= 0"), default=0,
                    metavar="N", help="dynamic shared memory per CTA in bytes")
     p.add_argument("--arg", action="append", default=[], metavar="NAME=FILE.npy|NUMBER",
-                   help="one kernel argument; repeat for each parameter (NAME: index, PTX name or CUDA name)")
+                   help="one kernel argument; repeat for each parameter (NAME: index, PTX name or CUDA name) "
+                        "(default: none)")
     p.add_argument("--out", required=True, metavar="DIR",
                    help="directory the array arguments are written to after the run (made if missing)")
     p.add_argument("--arch", default=None, metavar="sm_XX",
                    help="target of a .cu file's compilation, e.g. sm_100a (default: sm_90a)")
     p.add_argument("-O", "--option", action="append", default=[], metavar="OPT",
-                   help="a compiler option for a .cu file, e.g. -O=-DN=4 or --option=-use_fast_math (repeat)")
+                   help="a compiler option for a .cu file, e.g. -O=-DN=4 or --option=-use_fast_math (repeat; "
+                        "default: none)")
     p.add_argument("--backend", choices=("nvrtc", "nvcc"), default="nvrtc", help="compiler for a .cu file")
     p.add_argument("--json", action="store_true", help="print the launch result and the outputs as JSON")
     later = p.add_argument_group("not yet (the executor does not feed the engine yet)")
     later.add_argument("--step", action="store_true", help="step through the run (not yet)")
-    later.add_argument("--step-to", type=int, default=None, metavar="N", help="the state at step N (not yet)")
-    later.add_argument("--trace", default=None, metavar="F.json", help="a Perfetto trace of the run (not yet)")
-    later.add_argument("--schedules", type=int, default=None, metavar="N", help="run N schedules (not yet)")
+    later.add_argument("--step-to", type=int, default=None, metavar="N",
+                       help="the state at step N (not yet; default: none)")
+    later.add_argument("--trace", default=None, metavar="F.json",
+                       help="a Perfetto trace of the run (not yet; default: none)")
+    later.add_argument("--schedules", type=int, default=None, metavar="N",
+                       help="run N schedules (not yet; default: one)")
     p.set_defaults(handler=run)
 
 
@@ -165,6 +170,7 @@ def _load_kernel(args):
         source = path.read_text(encoding="utf-8", errors="replace")
         options = tuple(args.option) + ((f"-arch={args.arch}",) if args.arch else ())
         mod = RawModule(code=source, options=options, backend=args.backend)
+        mod._compile_name = str(path)  # the .loc lines then name the file itself
     elif suffix == ".ptx" or suffix in (".cubin", ".fatbin"):
         if args.arch or args.option:
             raise UsageError("--arch and -O/--option apply to a CUDA source; a PTX file names its own target "
@@ -337,7 +343,11 @@ def run(args) -> int:
             if p.size != 8 or p.type.startswith("f"):
                 raise UsageError(f"--arg {name}={value}: parameter {p.name} is a .{p.type} scalar, not a pointer; "
                                  "give a number", rule=_ARG_RULE)
-            dev = xp.asarray(np.ascontiguousarray(host))
+            from simtc.cuda._memory import Memory, MemoryPointer
+
+            host = np.ascontiguousarray(host)  # in an allocation named after the argument, for fault reports
+            dev = xp.ndarray(host.shape, host.dtype, MemoryPointer(Memory(host.nbytes, name=name)))
+            dev.set(host)
             arrays[name] = dev
             launch_args.append(dev)
         else:
@@ -380,17 +390,18 @@ def _result_json(result) -> dict:
 
 
 def _report(args, kernel, grid, block, smem, result, outputs, arrays) -> None:
-    data = {"kernel": kernel.function.name, "grid": list(grid), "block": list(block), "shared_mem": smem,
-            "result": _result_json(result), "outputs": outputs}
+    data = {"kernel": kernel.function.name, "grid": list(result.grid), "block": list(result.block),
+            "shared_mem": smem, "result": _result_json(result), "outputs": outputs}
     if args.json:
         from simtc.cli._common import emit_json
 
         emit_json(data)
         return
-    for line in getattr(result, "printf", ()) or ():
-        print(line)
-    print(f"ran {kernel.function.name} on grid {grid}, block {block}, {smem} bytes of dynamic shared memory")
-    for note in getattr(result, "notes", ()) or ():
+    sys.stdout.write(result.output)  # what the kernel printed, as the GPU's stdout shows it
+    print(f"ran {kernel.function.name} on grid {result.grid}, block {result.block}: "
+          f"{result.total_thread_instructions} thread-instructions ({result.total_warp_instructions} "
+          f"warp-instructions), {smem} bytes of dynamic shared memory")
+    for note in result.notes:
         print(f"note: {note}")
     for name, path in outputs.items():
         a = arrays[name]

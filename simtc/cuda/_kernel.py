@@ -166,53 +166,21 @@ def pack_args(function, args: Sequence) -> list[bytes]:
     return [_pack_one(p, i, a) for i, (p, a) in enumerate(zip(params, args, strict=True))]
 
 
-# ---- static shared memory (for attributes and the 48 KiB default) ----------------------------------------
+# ---- the executor's compiled kernel (its shared-memory layout) -------------------------------------------
 
-def _names_in(operands, out: set[str]) -> None:
-    from simtc.ptx import ir
+def kernel_code(module, name: str):
+    """The executor's compiled form of kernel ``name`` on the default device (its static shared-memory layout:
+    ``static_shared``), compiled once and kept where :func:`simtc.ptx.executor.launch` keeps it."""
+    from simtc.ptx.executor import compile_kernel
 
-    for op in operands:
-        if isinstance(op, ir.Sym):
-            out.add(op.name)
-        elif isinstance(op, ir.Address) and isinstance(op.base, ir.Sym):
-            out.add(op.base.name)
-        elif isinstance(op, ir.Vector):
-            _names_in(op.items, out)
-
-
-def _reachable(module, name: str) -> list:
-    """The kernel and every ``.func`` it calls (directly or not), in the order first reached."""
-    from simtc.ptx import ir
-
-    seen: dict[str, Any] = {}
-    todo = [name]
-    while todo:
-        n = todo.pop()
-        f = module.functions.get(n)
-        if f is None or n in seen:
-            continue
-        seen[n] = f
-        for ins in f.body:
-            if isinstance(ins.call_target, ir.Sym):
-                todo.append(ins.call_target.name)
-    return list(seen.values())
-
-
-def static_shared_bytes(module, name: str) -> int:
-    """Bytes of the ``.shared`` variables the kernel ``name`` (and what it calls) refers to, each at its alignment,
-    in declaration order: simtc's layout (ptxas may order them differently; the total differs at most by padding)."""
-    funcs = _reachable(module, name)
-    used: set[str] = set()
-    for f in funcs:
-        for ins in f.body:
-            _names_in(ins.operands, used)
-    variables = [v for v in module.variables if v.space == "shared" and v.name in used]
-    variables += [v for f in funcs for v in f.variables if v.space == "shared"]
-    total = 0
-    for v in variables:
-        align = v.align or v.type_size
-        total = -(-total // align) * align + v.size
-    return total
+    dev = default_device()
+    img = dev.load(module)
+    if img.program is None:
+        img.program = {}
+    kc = img.program.get(name)
+    if kc is None:
+        kc = img.program[name] = compile_kernel(module, name, dev, img)
+    return kc
 
 
 # ---- kernels and modules ---------------------------------------------------------------------------------
@@ -271,6 +239,7 @@ class RawModule:
         self._module = None
         self._mapping: dict[str, str] = {}
         self._source_name = "<ptx>"
+        self._compile_name = "kernel.cu"  # the source's name for the compiler (the .file of its .loc lines)
         self._kernels: dict[str, RawKernel] = {}
 
     @property
@@ -283,8 +252,9 @@ class RawModule:
                 if not isinstance(self.options, tuple):
                     raise TypeError("options must be a tuple")
                 ptx, self._mapping = compile_to_ptx(self.code, options=self.options, backend=self.backend,
-                                                    name_expressions=self.name_expressions or ())
-                self._source_name = "kernel.cu"
+                                                    name_expressions=self.name_expressions or (),
+                                                    name=self._compile_name)
+                self._source_name = self._compile_name
             else:
                 ptx = _read_ptx(self.file_path)
                 self._source_name = str(self.file_path)
@@ -393,8 +363,9 @@ class RawKernel:
     # ---- attributes (CuPy's names; the meaningful ones) -------------------------------------------
     @property
     def shared_size_bytes(self) -> int:
-        """Static shared memory of the kernel (:func:`static_shared_bytes`)."""
-        return static_shared_bytes(self.module, self.function.name)
+        """Static shared memory of the kernel: the ``.shared`` variables it and the functions it calls use, each at
+        its alignment (the executor's layout, :func:`kernel_code`)."""
+        return kernel_code(self.module, self.function.name).static_shared
 
     @property
     def max_threads_per_block(self) -> int:
@@ -445,11 +416,9 @@ class RawKernel:
         self._max_dynamic = int(nbytes)
 
     def _optin_limit(self) -> int:
-        from simtc.smem.memory import SMEM_CAPACITY
+        from simtc.ptx.executor import _smem_capacity
 
-        target = self.module.target[0] if self.module.target else ""
-        key = "sm100" if target.startswith(("sm_10", "sm_11", "sm_12")) else "sm90"
-        return SMEM_CAPACITY[key]
+        return _smem_capacity(self.module)
 
     @property
     def attributes(self) -> dict[str, int]:

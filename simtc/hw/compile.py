@@ -134,7 +134,10 @@ def compile_cuda_names(source: str, *, arch: str = "sm_90a", name: str = "kernel
     if name_expressions and route != "nvrtc":
         raise SimtcError("C++ name expressions need NVRTC (nvrtcGetLoweredName); nvcc cannot report lowered names",
                          rule="name expressions are resolved by NVRTC")
-    key = hashlib.sha256("\x00".join([route, arch, output, *opts, source, *name_expressions]).encode()).hexdigest()
+    key_parts = [route, arch, output, *opts, source, *name_expressions]
+    if name != "kernel.cu":  # the name is in the output (.file of -lineinfo's .loc lines; debug sections)
+        key_parts.append(name)
+    key = hashlib.sha256("\x00".join(key_parts).encode()).hexdigest()
     path = cache_dir() / f"{key[:24]}.{output}"
     names_path = path.with_suffix(f".{output}.names.json")
     if path.exists() and (not name_expressions or names_path.exists()):
