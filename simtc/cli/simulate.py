@@ -152,8 +152,9 @@ def load_tensors(program, specs) -> dict:
             raise UsageError(f"--tensor {name} given twice", rule=_TENSOR_RULE)
         from simtc.isa.files import damaged_errors
 
-        try:  # a truncated or foreign file: what every simtc reader counts as damaged (simtc.isa.files)
-            array = np.load(path, allow_pickle=False)
+        try:  # opened here: numpy leaves its own file open when an archive is truncated; a damaged file is what
+            with open(path, "rb") as fh:  # every simtc reader counts as one (simtc.isa.files)
+                array = np.load(fh, allow_pickle=False)
         except (OSError, *damaged_errors()) as e:
             raise UsageError(f"--tensor {name}={path}: cannot read a .npy array ({type(e).__name__}: {e})",
                              rule=_TENSOR_RULE) from None

@@ -681,11 +681,11 @@ def load_recording(path) -> tuple[dict, list[tuple[str, object, tuple[np.ndarray
     data = read_npz(path, "recording", rule=rule)  # missing, truncated, not an archive: refused there
     if "meta.json" not in data:
         raise SimtcError(f"{path}: not a FlashMLA recording (it has no meta.json member)", rule=rule)
-    raw = data.pop("meta.json")
-    if raw.dtype != np.uint8 or raw.ndim != 1:
+    raw = data.pop("meta.json")  # a uint8 array (save_recording); a plain zip member reads back as bytes
+    if not isinstance(raw, bytes) and (raw.dtype != np.uint8 or raw.ndim != 1):
         raise SimtcError(f"{path}: not a FlashMLA recording (meta.json is a {raw.dtype} array of shape {raw.shape}, "
                          "not bytes)", rule=rule)
-    meta = loads_json(raw.tobytes(), f"{path}: meta.json", rule)
+    meta = loads_json(raw if isinstance(raw, bytes) else raw.tobytes(), f"{path}: meta.json", rule)
     if not isinstance(meta, dict) or meta.get("format") != RECORDING_FORMAT:
         got = meta.get("format") if isinstance(meta, dict) else type(meta).__name__
         raise SimtcError(f"{path}: format {got!r}, not {RECORDING_FORMAT}", rule=rule)

@@ -262,15 +262,19 @@ def _message(e, root: Any, prefix: list, title: str) -> tuple[str, str]:
     def out(what: str, r: str = rule) -> tuple[str, str]:
         return (f"{ctx}: {what} (at {where})" if ctx else f"{where}: {what}"), r
 
+    field = "JSON field" if title.endswith(")") else "key"  # a record's title ends in its class name
     if e.validator == "additionalProperties" and isinstance(inst, dict):
         known = list(sch.get("properties", {}))
         k = next(k for k in inst if k not in known)
         near = difflib.get_close_matches(k, known, n=1, cutoff=0.6)
         hint = f"did you mean {near[0]!r}?" if near else f"known: {', '.join(known)}"
-        field = "JSON field" if title.endswith(")") else "key"  # a record's title ends in its class name
         return out(f"unknown {field} {k!r} ({hint})")
     if e.validator == "required":
         k = next(k for k in e.validator_value if not (isinstance(inst, dict) and k in inst))
+        extra = [x for x in inst if x not in sch.get("properties", {})] if isinstance(inst, dict) else []
+        near = difflib.get_close_matches(k, extra, n=1, cutoff=0.6)
+        if near:  # a misspelt required key: say so, not only that the key is missing
+            return out(f"unknown {field} {near[0]!r} (did you mean {k!r}?)")
         return out(f"the {title} lacks the key {k!r}" + (f"; {_PROGRAM}" if not parts else ""))
     if e.validator == "enum" and parts and parts[-1] == "op":
         near = difflib.get_close_matches(str(inst), e.validator_value, n=1, cutoff=0.6)
