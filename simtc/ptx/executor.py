@@ -282,8 +282,9 @@ def compile_kernel(module: Module, kernel: str, device: Device, img: ModuleImage
         kc.shared[v.name] = _align(top, kc.dynamic_align)
     for name in reach:
         kc.functions[name] = FnCode(module.functions[name])
-    for name in reach:
-        _Compiler(kc, kc.functions[name], device, img).run()
+    compilers = [_Compiler(kc, kc.functions[name], device, img) for name in reach]  # layouts first (calls)
+    for c in compilers:
+        c.run()
     return kc
 
 
@@ -906,8 +907,10 @@ def _st(ins: Instruction, c: _Compiler):
     w8 = _width(t)
     if w8 == 128:
         raise PtxUnsupported(f"{ins.name}: .b128 stores", rule="store types", ref="PTX ISA 9.0 §9.7.9")
-    if space == "param" and c.fn.entry:
-        raise PtxUnsupported(f"{ins.name}: st.param in a kernel (kernel parameters are read-only)",
+    a0 = ins.operands[0]
+    if space == "param" and c.fn.entry and not (isinstance(a0, Address) and isinstance(a0.base, Sym)
+                                                 and a0.base.name not in {p.name for p in c.fn.params}):
+        raise PtxUnsupported(f"{ins.name}: st.param to a kernel parameter (kernel parameters are read-only)",
                              rule="kernel parameters are read-only", ref="PTX ISA 9.0 §5.1.6")
     rds = [c.reader(s, t) for s in items]
     et = _U[w8]
@@ -1365,7 +1368,7 @@ def _bar(ins: Instruction, c: _Compiler):
         wr = c.writer(ops[0], "u32" if red_op == "popc" else "pred")
         pred = c.reader(ops[-1], "pred")
         ops = ops[1:-1]
-        if dt != "pred":
+        if red_op != "popc" and dt != "pred":
             raise PtxUnsupported(f"{ins.name}: bar.red on .{dt}", rule="bar.red reduces predicates", ref=_BAR_REF)
     rid = c.reader(ops[0], "u32") if ops else (lambda f: np.zeros(32, np.uint32))
     rcount = c.reader(ops[1], "u32") if len(ops) > 1 else None
@@ -2022,8 +2025,9 @@ def launch(module: Module, kernel: str, *, grid, block, args: Sequence, shared_m
                     live = t < nthreads
                     w = Warp(cs, wi, tid, live)
                     w.grow_local(kcode.local_bytes)
-                    fr = kcode.new_frame(w, np.repeat(params[None, :], 32, axis=0) if params.size else
-                                         np.zeros((32, 8), np.uint8), 0)
+                    pbuf = np.zeros((32, max(kcode.param_bytes, params.size)), np.uint8)
+                    pbuf[:, :params.size] = params
+                    fr = kcode.new_frame(w, pbuf, 0)
                     n = int(np.count_nonzero(live))
                     fr.stack.append([0, kcode.exit_pc, live, n, True])
                     w.frames.append(fr)

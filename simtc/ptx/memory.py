@@ -315,10 +315,10 @@ class Device:
                 continue
             raw = _init_bytes(v, img)
             if v.space == "global":
-                self.memory.view(img.global_vars[v.name], len(raw))[:] = raw
+                self.memory.view(img.global_vars[v.name], len(raw))[:] = np.frombuffer(raw, np.uint8)
             else:
                 o = img.const_vars[v.name]
-                img.const_bank[o:o + len(raw)] = raw
+                img.const_bank[o:o + len(raw)] = np.frombuffer(raw, np.uint8)
         self._images[id(module)] = img
         return img
 
