@@ -37,7 +37,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 from attrs import field, frozen
 
-from simtc.ptx import alu
+from simtc.ptx import alu, async_ops
 from simtc.ptx.cfg import reconvergence
 from simtc.ptx.errors import KernelFault, LaunchError, PtxError, PtxSyntaxError, PtxUnsupported
 from simtc.ptx.ir import Address, Function, Imm, Instruction, Module, Reg, Sink, Sym, Vector
@@ -2053,3 +2053,7 @@ def launch(module: Module, kernel: str, *, grid, block, args: Sequence, shared_m
     return LaunchResult(kernel, grid, block, kc.static_shared, int(shared_mem), wcount, tcount, by_line,
                         tuple(run.printf), tuple(notes), tuple(run.traces) if options.trace else None,
                         time.perf_counter() - t0)
+
+
+# mbarrier, tcgen05 and their fences: simtc.ptx.async_ops, through simtc's semantics (takes them off REFUSED)
+async_ops.install(HANDLERS, REFUSED, block=BLOCK)
