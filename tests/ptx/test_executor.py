@@ -455,7 +455,7 @@ def test_refused_opcode_is_named_and_trace_is_kept():
     mov.u32 %r1, %tid.x;
     setp.eq.s32 %p1, %r1, 0;
     @%p1 bra $L_skip;
-    mbarrier.init.shared.b64 [bar0], 1;
+    mapa.shared::cluster.u32 %r2, %r1, 0;
 $L_skip:
     ret;
 }
@@ -463,5 +463,5 @@ $L_skip:
     g = Gpu()
     r = g.run(m, "k", 1, 1, [0], options=LaunchOptions(trace=True))
     assert [pc for _, _, pc, _ in r.traces[0][1]] == [0, 1, 2, 4]
-    with pytest.raises(PtxUnsupported, match=r"mbarrier.init.shared.b64 \(PTX line 14\): mbarrier.* later step"):
+    with pytest.raises(PtxUnsupported, match=r"mapa.shared::cluster.u32 \(PTX line 14\): mapa.* later step"):
         g.run(m, "k", 1, 64, [0])
