@@ -20,6 +20,8 @@ attribute of :mod:`simtc` that is imported on first use.
 * ``simtc.kernels`` -- kernels as Programs built from data (FlashMLA's SM100 head64 decode, the hazard catalogue);
 * ``simtc.render`` -- terminal, Jupyter and SVG views (rich);
 * ``simtc.hw`` -- the hardware path: CUDA executors and cross-checks against real GPUs;
+* ``simtc.cuda`` -- CuPy's raw-kernel API over simtc's PTX executor (``import simtc.cuda as xp``: the same
+  script as with ``import cupy as xp``), and the compilation of CUDA C++ to PTX;
 * ``simtc.cli`` -- the ``simtc`` command.
 
 >>> import simtc
