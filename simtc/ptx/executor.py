@@ -738,6 +738,9 @@ def _check(a: np.ndarray, lanes: np.ndarray, size: int, limit: int, space: str, 
     """Alignment and bounds of a window's accesses (offsets ``a`` of the active ``lanes``)."""
     if not a.size:
         return
+    pow2 = size & (size - 1) == 0
+    if pow2 and not int(_OR(a)) & (size - 1) and int(a.max()) + size <= limit:  # the common case: two reductions
+        return
     bad = (a % np.uint64(size)) != 0
     if bad.any():
         j = int(np.flatnonzero(bad)[0])
@@ -748,6 +751,19 @@ def _check(a: np.ndarray, lanes: np.ndarray, size: int, limit: int, space: str, 
         j = int(np.flatnonzero(over)[0])
         raise _mem_fault(kind, space, size, int(lanes[j]), int(a[j]), f"is out of bounds of {what}",
                          f"accesses stay inside {space} memory", "PTX ISA 9.0 §5.1")
+
+
+_OR = np.bitwise_or.reduce
+_WORDS = {1: (np.uint8, 1), 2: (np.uint16, 1), 4: (np.uint32, 1), 8: (np.uint64, 1), 16: (np.uint64, 2)}
+
+
+def _smem_gather(smem, a: np.ndarray, size: int) -> np.ndarray:
+    """Shared-memory bytes at checked, aligned offsets: SharedMemory's own unobserved fast path (whole aligned
+    words), or its observed :meth:`~simtc.smem.SharedMemory.gather` when the Cta has observers."""
+    wk = _WORDS.get(size)
+    if smem.on_access is None and wk is not None and smem.size % size == 0:
+        return smem.data.view(wk[0]).reshape(-1, wk[1])[a // size].view(np.uint8).reshape(-1, size)
+    return smem.gather(a, size)
 
 
 def _rows2d(arr: np.ndarray, lanes: np.ndarray, a: np.ndarray, size: int) -> np.ndarray:
@@ -764,11 +780,11 @@ def _load_space(space: str, w: Warp, f: Frame, a: np.ndarray, m: np.ndarray, siz
     """(active lanes, size) uint8: the bytes each active lane reads at its address ``a`` in ``space``."""
     if space == "global":
         return w.cta.launch.device.memory.load(a, size, m)
-    lanes = np.flatnonzero(m)
+    lanes = m.nonzero()[0]
     aa = a[lanes]
     if space == "shared":
         _check(aa, lanes, size, w.cta.shared_size, "shared", "read", _shared_what(w))
-        return w.cta.cta.smem.gather(aa.astype(np.int64), size)
+        return _smem_gather(w.cta.cta.smem, aa.astype(np.int64), size)
     if space == "local":
         _check(aa, lanes, size, w.local_top, "local", "read", f"the thread's {w.local_top} bytes of local memory")
         return _rows2d(w.local, lanes, aa, size)
@@ -790,11 +806,17 @@ def _store_space(space: str, w: Warp, f: Frame, a: np.ndarray, m: np.ndarray, ro
     if space == "global":
         w.cta.launch.device.memory.store(a, rows, size, m)
         return
-    lanes = np.flatnonzero(m)
+    lanes = m.nonzero()[0]
     aa = a[lanes]
     if space == "shared":
         _check(aa, lanes, size, w.cta.shared_size, "shared", "write", _shared_what(w))
-        w.cta.cta.smem.scatter(aa.astype(np.int64), rows)
+        smem = w.cta.cta.smem
+        wk = _WORDS.get(size)
+        if smem.on_access is None and smem.last_writer is None and wk is not None and smem.size % size == 0:
+            smem.data.view(wk[0]).reshape(-1, wk[1])[aa.astype(np.int64) // size] = \
+                np.ascontiguousarray(rows).view(wk[0]).reshape(-1, wk[1])  # SharedMemory's unobserved fast path
+        else:
+            smem.scatter(aa.astype(np.int64), rows)
     elif space == "local":
         _check(aa, lanes, size, w.local_top, "local", "write", f"the thread's {w.local_top} bytes of local memory")
         w.local[lanes[:, None], aa.astype(np.int64)[:, None] + np.arange(size)] = rows
@@ -1147,7 +1169,7 @@ def _ret(ins: Instruction, c: _Compiler):
 @handler("trap")
 def _trap(ins: Instruction, c: _Compiler):
     def body(w, f, e, m, full):
-        lane = int(np.flatnonzero(m)[0])
+        lane = int(m.nonzero()[0][0])
         err = KernelFault("trap: the kernel aborted (trap instruction)", rule="trap aborts the kernel",
                           ref="PTX ISA 9.0 §9.7.19")
         err.lane = lane
@@ -1285,7 +1307,7 @@ def _vprintf(ins: Instruction, c: _Compiler):
         argv = value(f, 1, rarg)
         run = w.cta.launch
         used = np.zeros(32, np.int32)
-        for lane in np.flatnonzero(m).tolist():
+        for lane in m.nonzero()[0].tolist():
             text, n = format_printf(_read_cstring(w, lane, int(fmts[lane])), _read_bytes(w, lane, int(argv[lane])),
                                     lambda a, lane=lane: _read_cstring(w, lane, a))
             used[lane] = n
@@ -1308,7 +1330,7 @@ def _assertfail(ins: Instruction, c: _Compiler):
         return np.ascontiguousarray(f.params[:, o:o + 8]).view(np.uint64).reshape(32)
 
     def body(w, f, e, m, full):
-        lane = int(np.flatnonzero(m)[0])
+        lane = int(m.nonzero()[0][0])
         msg = _read_cstring(w, lane, int(val(f, 0)[lane])).decode(errors="replace")
         file = _read_cstring(w, lane, int(val(f, 1)[lane])).decode(errors="replace")
         line = int(val(f, 2)[lane]) & 0xFFFFFFFF
@@ -1379,7 +1401,7 @@ def _bar(ins: Instruction, c: _Compiler):
     text = ins.text or ins.name
 
     def body(w, f, e, m, full):
-        lanes = np.flatnonzero(m)
+        lanes = m.nonzero()[0]
         ids = rid(f)[lanes]
         bid = int(ids[0])
         if (ids != bid).any() or not 0 <= bid <= 15:
@@ -1601,7 +1623,7 @@ def _elect(ins: Instruction, c: _Compiler):
     def body(w, f, e, m, full):
         mm = _uniform_mask(rm, f, m)
         _check_members(w, m, mm, text, "PTX ISA 9.0 §9.7.13.14")
-        leader = int(np.flatnonzero(m)[0])
+        leader = int(m.nonzero()[0][0])
         wd(f, np.full(32, leader, np.uint32), m, full)
         if wp is not None:
             wp(f, leader == LANES, m, full)
@@ -1728,7 +1750,7 @@ def _atom(ins: Instruction, c: _Compiler):
 
     def body(w, f, e, m, full):
         a = addr(f)
-        lanes = np.flatnonzero(m)
+        lanes = m.nonzero()[0]
         bv = rb(f)[lanes]
         cv = rc(f)[lanes] if rc is not None else None
         aa = a[lanes]
@@ -2011,7 +2033,7 @@ def launch(module: Module, kernel: str, *, grid, block, args: Sequence, shared_m
     for z in range(grid[2]):
         for y in range(grid[1]):
             for x in range(grid[0]):
-                smem = SharedMemory(arch=arch, size=max(total, 16))
+                smem = SharedMemory(arch=arch, size=_align(max(total, 16), 16))
                 for name, off, size, a in kc.shared_vars:
                     if size:
                         smem.alloc(name, size, align=min(a, 1024) if off % min(a, 1024) == 0 else 1, at=off)
