@@ -58,7 +58,8 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 PKG = ROOT / "simtc"
 
-ORDER = ("errors", "numerics", "smem", "tmem", "isa", "mma", "semantics", "engine", "kernels", "render", "hw", "cli")
+ORDER = ("errors", "numerics", "smem", "tmem", "isa", "mma", "semantics", "engine", "kernels", "ptx", "render", "hw",
+         "cli")
 """Packages from the bottom layer to the top one."""
 
 ISA_VALUE_MODULES = frozenset({

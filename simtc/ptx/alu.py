@@ -113,8 +113,25 @@ def _unsupported(name: str, why: str, family: str = "int") -> PtxUnsupported:
 _FMT = {"f16": "fp16", "bf16": "bf16", "f32": "fp32", "f64": "fp64"}
 _SIGN = {"f16": 0x8000, "bf16": 0x8000, "f32": 0x80000000, "f64": 0x8000000000000000}
 _EXP = {"f16": 0x7C00, "bf16": 0x7F80, "f32": 0x7F800000, "f64": 0x7FF0000000000000}
-_NAN = {"f16": 0x7FFF, "bf16": 0x7FFF, "f32": 0x7FFFFFFF, "f64": 0x7FFFFFFFFFFFFFFF}
-"""The NaN each format's arithmetic returns (canonical NaN; measured on the H200, tests/data/README_h200.md)."""
+_NAN = {"f16": 0x7FFF, "bf16": 0x7FFF, "f32": 0x7FFFFFFF, "f64": 0xFFF8000000000000}
+"""The NaN a format's arithmetic returns, measured on the H200 (tests/data/h200_ptx_alu.npz): f32, f16 and bf16
+always give this canonical NaN; f64 gives it only for an invalid operation (0 * Inf, Inf - Inf, 0 / 0, sqrt of a
+negative) and otherwise passes the first NaN operand on, quieted (:func:`_propagate64`)."""
+_QUIET64 = np.uint64(0x0008000000000000)
+
+
+def _propagate64(out: np.ndarray, srcs, *, last: bool = True) -> np.ndarray:
+    """f64 NaN results: a NaN source operand with its quiet bit set, else the default NaN. Which operand, when
+    several are NaN: the last for add, sub, mul, fma, min and max (the DADD/DMUL/DFMA/DMNMX instructions),
+    the first for div (a software sequence) -- as the H200 does (tests/data/h200_ptx_alu.npz)."""
+    nan = (out & np.uint64(0x7FFFFFFFFFFFFFFF)) > np.uint64(0x7FF0000000000000)
+    if not nan.any():
+        return out
+    pick = np.full(out.shape, np.uint64(_NAN["f64"]))
+    for b in (srcs if last else list(reversed(srcs))):
+        bn = (b & np.uint64(0x7FFFFFFFFFFFFFFF)) > np.uint64(0x7FF0000000000000)
+        pick = np.where(bn, b | _QUIET64, pick)
+    return np.where(nan, pick, out)
 
 
 def _to64(bits: np.ndarray, t: str) -> np.ndarray:
@@ -167,7 +184,7 @@ def _two_prod(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     bh = cb - (cb - b)
     bl = b - bh
     e = ((ah * bh - p) + ah * bl + al * bh) + al * bl
-    return p, np.where(np.isfinite(p), e, 0.0)
+    return p, np.where(np.isfinite(p) & np.isfinite(e), e, 0.0)
 
 
 def _dekker_safe(*xs: np.ndarray) -> np.ndarray:
@@ -199,9 +216,8 @@ def _exact_fallback(out: np.ndarray, sticky: np.ndarray, lanes: np.ndarray, exac
         try:
             f = float(x)
         except OverflowError:
-            f = float("inf") if x > 0 else float("-inf")
-            sticky[i] = -1.0 if x > 0 else 1.0
-            out[i] = f
+            out[i] = float("inf") if x > 0 else float("-inf")
+            sticky[i] = 0.0  # overflow: _f64_overflow picks Inf or the largest finite value by direction
             continue
         out[i] = f
         if f == 0.0 and x < 0:
@@ -247,9 +263,15 @@ def _arith(kind: str, t: str, rnd: str, srcs: list[np.ndarray]) -> np.ndarray:
             p, pe = _two_prod(x[0], x[1])
             s0, se = _two_sum(p, x[2])
             tt, te = _two_sum(se, pe)
-            s, e = _two_sum(s0, tt)
+            s, e2 = _two_sum(s0, tt)
+            # exact = s + e2 + te, |te| tiny: s is the nearest and sign(e2 or te) the tail's sign unless te could
+            # matter (s on a midpoint, or tt not small against s0): those lanes are done with exact rationals
+            gap = np.abs(np.nextafter(s, s + e2) - s)
+            mid = (e2 != 0) & (2 * np.abs(e2) == gap)
+            e = np.where(e2 != 0, e2, te)
             fin = np.isfinite(x[0]) & np.isfinite(x[1]) & np.isfinite(x[2])
-            bad = fin & ((te != 0) | ~np.isfinite(p) | ~_dekker_safe(x[0], x[1], p, x[2]))
+            bad = fin & (((te != 0) & (mid | (np.abs(tt) >= np.abs(s0)))) | ~np.isfinite(p)
+                         | ~_dekker_safe(x[0], x[1], p))
             bad &= (x[0] != 0) & (x[1] != 0)
             if bad.any():
                 s = s.copy()
@@ -273,6 +295,8 @@ def _arith(kind: str, t: str, rnd: str, srcs: list[np.ndarray]) -> np.ndarray:
             ph, pl = _two_prod(s, b)
             r = (a - ph) - pl
             sticky = np.where(np.isfinite(s) & (s != 0), np.sign(r) * np.sign(b), 0.0)
+            under = (s == 0) & (a != 0) & np.isfinite(a) & np.isfinite(b)  # a quotient below the subnormals
+            sticky = np.where(under, np.where(np.signbit(a) != np.signbit(b), -1.0, 1.0), sticky)
             if t == "f64":
                 bad = np.isfinite(s) & (s != 0) & ~_dekker_safe(a, b, s, ph)
                 if bad.any():
@@ -291,11 +315,13 @@ def _arith(kind: str, t: str, rnd: str, srcs: list[np.ndarray]) -> np.ndarray:
                     sticky[i] = (d > 0) - (d < 0)
     else:  # pragma: no cover - guarded by the builders
         raise AssertionError(kind)
+    if t == "f64" and kind in ("mul", "div", "rcp"):
+        s = _f64_overflow(s, np.isfinite(x[0]) & np.isfinite(x[-1]) & (x[-1] != 0), rnd)
     return _round_to(s, sticky, t, rnd)
 
 
 def _zero_sign(s: np.ndarray, e: np.ndarray, x: np.ndarray, y: np.ndarray, rnd: str) -> np.ndarray:
-    """IEEE 754 §6.3: an exact zero sum of opposite-signed operands is +0, or -0 when rounding toward -Inf."""
+    """IEEE 754-2019 section 6.3: an exact zero sum of opposite-signed operands is +0 (-0 rounding toward -Inf)."""
     if rnd != "rm":
         return s
     both_pos_zero = (x == 0) & (y == 0) & ~np.signbit(x) & ~np.signbit(y)
@@ -307,8 +333,8 @@ def _finish(v: np.ndarray, t: str, *, ftz: bool = False, sat: bool = False, relu
     NaN canonical) and ``.ftz`` (subnormal results to sign-preserving zero)."""
     if sat:
         v = np.where(np.isnan(v) | (v <= 0), 0.0, np.minimum(v, 1.0))
-    if relu:
-        v = np.where(v < 0, 0.0, v)
+    if relu:  # negative values and -0 to +0 (the H200 gives +0 for -0), NaN stays NaN
+        v = np.where(np.signbit(v) & ~np.isnan(v), 0.0, v)
     out = _bits(v, t)
     return _flush(out, t) if ftz else out
 
@@ -439,9 +465,14 @@ def _build_add_sub(ctx: _Ctx) -> AluOp:
         if base == "add":
             d = a + b + c.astype(dt)
             carry = (d < a) | ((d == a) & c)
-        else:  # PTX: subc computes a - (b + CC.CF); CC.CF is the borrow
-            d = a - b - c.astype(dt)
-            carry = (a < b) | ((a == b) & c)
+        else:
+            # The H200 keeps CC.CF as the carry of a + ~b + 1 (sub.cc) and a + ~b + CF (subc): CF is NOT the
+            # borrow, so a sub.cc/subc chain computes PTX's a - (b + borrow) (PTX ISA 9.0 §9.7.2), and a CF set
+            # by sub.cc reads as 1 in a following addc when nothing was borrowed (tests/data/h200_ptx_alu.npz).
+            cin = np.ones(a.shape, bool) if cf is None else c
+            nb = ~b
+            d = a + nb + cin.astype(dt)
+            carry = (d < a) | ((d == a) & cin)
         return (d, carry) if cc else (d,)
 
     if carry_in:
@@ -618,8 +649,8 @@ def _DIV0_QUOT(a: np.ndarray, w: int, signed: bool) -> np.ndarray:
 
 
 def _DIV0_REM(a: np.ndarray, w: int, signed: bool) -> np.ndarray:
-    """Remainder by zero (machine-specific, PTX ISA 9.0 §9.7.1.9): the H200 returns the dividend."""
-    return a.copy()
+    """Remainder by zero (machine-specific, PTX ISA 9.0 §9.7.1.9): the H200 gives all ones too."""
+    return np.full(a.shape, (1 << w) - 1, _U[w])
 
 
 def _build_abs_neg(ctx: _Ctx) -> AluOp:
@@ -751,9 +782,13 @@ def _build_bfe(ctx: _Ctx) -> AluOp:
     _check_arity(ctx, 3, "int")
     dt = _U[w]
 
+    # PTX ISA 9.0 §9.7.1 takes pos and len from bits 7..0 of b and c; the H200 does so for 32-bit types, but
+    # its 64-bit sequence uses the whole 32-bit values (tests/data/h200_ptx_alu.npz): simtc follows the H200
+    field = np.uint32(0xFF) if w == 32 else np.uint32(0xFFFFFFFF)
+
     def fn(a, b, c):
-        pos = (b & np.uint32(0xFF)).astype(np.int64)
-        ln = (c & np.uint32(0xFF)).astype(np.int64)
+        pos = (b & field).astype(np.int64)
+        ln = (c & field).astype(np.int64)
         top = np.minimum(pos + ln - 1, w - 1)
         field_len = np.clip(np.minimum(ln, w - pos), 0, w)
         sh = np.minimum(pos, w - 1).astype(dt)
@@ -777,9 +812,11 @@ def _build_bfi(ctx: _Ctx) -> AluOp:
     _check_arity(ctx, 4, "int")
     dt = _U[w]
 
+    field = np.uint32(0xFF) if w == 32 else np.uint32(0xFFFFFFFF)  # as for bfe (the H200's 64-bit sequence)
+
     def fn(f, b, c, d):
-        pos = (c & np.uint32(0xFF)).astype(np.int64)
-        ln = np.clip(np.minimum((d & np.uint32(0xFF)).astype(np.int64), w - pos), 0, w)
+        pos = (c & field).astype(np.int64)
+        ln = np.clip(np.minimum((d & field).astype(np.int64), w - pos), 0, w)
         ones = np.where(ln >= w, dt((1 << w) - 1), (dt(1) << np.minimum(ln, w - 1).astype(dt)) - dt(1))
         sh = np.minimum(pos, w - 1).astype(dt)
         m = np.where(pos >= w, dt(0), ones << sh)
@@ -1013,10 +1050,34 @@ def _build_float_arith(ctx: _Ctx) -> AluOp:
         with np.errstate(all="ignore"):
             xs = [_to64(_flush(s, et) if ftz else s, et) for s in srcs]
             v = _arith(kind, et, rnd, xs)
-            return (_finish(v, et, ftz=ftz, sat=sat, relu=relu),)
+            out = _finish(v, et, ftz=ftz, sat=sat, relu=relu)
+            return (_propagate64(out, srcs, last=kind != "div") if et == "f64" else out,)
 
-    if et == "f32" and rnd == "rn" and kind in ("add", "sub", "mul") and not (ftz or sat or relu):
-        npf = {"add": np.add, "sub": np.subtract, "mul": np.multiply}[kind]
+    if et == "f32" and rnd == "rn" and kind == "fma":
+        def fast_fma(a, b, c):
+            with np.errstate(all="ignore"):
+                if ftz:
+                    a, b, c = _flush(a, et), _flush(b, et), _flush(c, et)
+                x, y, z = (v.view(np.float32).astype(np.float64) for v in (a, b, c))
+                p = x * y  # exact
+                sm, e = _two_sum(p, z)
+                # one rounding into f32 is right unless sm sits exactly on an f32 midpoint (or in the f32
+                # subnormal range) with a non-zero tail: then round exactly
+                hard = (e != 0) & (((sm.view(np.uint64) & np.uint64(0x1FFFFFFF)) == np.uint64(0x10000000))
+                                   | (np.abs(sm) < 2.0**-126))
+                v = _round_to(sm, e, et, rnd) if hard.any() else sm.astype(np.float32).astype(np.float64)
+                return (_finish(v, et, ftz=ftz, sat=sat, relu=relu),)
+        return _op(ctx, (t,), (t,) * nsrc, fast_fma)
+    if et == "f64" and rnd == "rn" and kind in ("add", "sub", "mul", "div"):
+        npf64 = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.divide}[kind]
+
+        def fast64(a, b):  # numpy's float64 arithmetic rounds to nearest even; NaNs as the H200 gives them
+            with np.errstate(all="ignore"):
+                r = npf64(a.view(np.float64), b.view(np.float64)).view(np.uint64)
+            return (_propagate64(r, [a, b], last=kind != "div"),)
+        return _op(ctx, (t,), (t, t), fast64)
+    if et == "f32" and rnd == "rn" and kind in ("add", "sub", "mul", "div") and not (ftz or sat or relu):
+        npf = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.divide}[kind]
 
         def fast(a, b):
             with np.errstate(all="ignore"):
@@ -1035,7 +1096,10 @@ def _mufu_div(ftz: bool, approx: bool) -> Callable:
                 a, b = _flush(a, "f32"), _flush(b, "f32")
             x = a.view(np.float32)
             y = b.view(np.float32)
-            r = x * (np.float32(1) / y) if approx else x / y
+            r = x / y
+            if approx:  # PTX ISA 9.0 §9.7.3: for 2**126 < |b| < 2**128 the result is 0 (NaN for an infinite a)
+                big = (np.abs(y) > np.float32(2.0**126)) & np.isfinite(y)
+                r = np.where(big, np.where(np.isinf(x), np.float32(np.nan), np.float32(0) * np.sign(x) * np.sign(y)), r)
             r = np.where(r != r, np.float32(np.nan), r)
             out = _bits(r.astype(np.float64), "f32")
             return (_flush(out, "f32") if ftz else out,)
@@ -1052,9 +1116,18 @@ def _build_float_unary(ctx: _Ctx) -> AluOp:
     sign = _U[type_width(et)](_SIGN[et])
     neg = ctx.opcode == "neg"
 
+    expm = _U[type_width(et)](_EXP[et])
+    mant = ~(sign | expm)
+
     def fn1(a):
+        # the H200 computes these as arithmetic: a NaN gives the canonical NaN (f32, f16, bf16), or for f64
+        # passes through quieted with its sign unchanged
         x = _flush(a, et) if ftz else a
-        return ((x ^ sign) if neg else (x & ~sign),)
+        r = (x ^ sign) if neg else (x & ~sign)
+        nan = ((x & expm) == expm) & ((x & mant) != 0)
+        if et == "f64":
+            return (np.where(nan, x | _QUIET64, r),)
+        return (np.where(nan, expm.dtype.type(_NAN[et]), r),)
     return _op(ctx, (t,), (t,), _lanes2(fn1, packed, et))
 
 
@@ -1065,6 +1138,8 @@ def _build_float_minmax(ctx: _Ctx) -> AluOp:
     et, packed = _ftypes(ctx, t, family)
     _check_arity(ctx, (2, 3), family)
     ftz = "ftz" in rest
+    if ftz and et == "f64":
+        raise _unsupported(ctx.name, ".ftz applies to f32/f16 only", family)
     nanprop = "NaN" in rest
     xorsign = "xorsign" in rest
     relu = "relu" in rest
@@ -1082,7 +1157,8 @@ def _build_float_minmax(ctx: _Ctx) -> AluOp:
         if nanprop:
             r = np.where(xn | yn, dt(_NAN[et]), r)
         else:
-            r = np.where(xn & ~yn, yb, np.where(yn & ~xn, xb, np.where(xn & yn, dt(_NAN[et]), r)))
+            both = dt(_NAN[et]) if et != "f64" else yb | _QUIET64
+            r = np.where(xn & ~yn, yb, np.where(yn & ~xn, xb, np.where(xn & yn, both, r)))
         return r
 
     def fn1(*srcs):
@@ -1122,12 +1198,20 @@ def _build_rcp_sqrt(ctx: _Ctx) -> AluOp:
     if ftz and t == "f64":
         raise _unsupported(ctx.name, ".ftz applies to .f32", "float")
     rnd = _rounding(rest)
+    if t == "f32" and rnd == "rn" and not ftz:  # numpy's float32 1/x and sqrt are IEEE round-to-nearest
+        def fast(a):
+            with np.errstate(all="ignore"):
+                x = a.view(np.float32)
+                r = (np.float32(1) / x) if opc == "rcp" else np.sqrt(x)
+                return (np.where(r != r, np.uint32(_NAN["f32"]), r.view(np.uint32)),)
+        return _op(ctx, (t,), (t,), fast)
 
     def fn(a):
         with np.errstate(all="ignore"):
             x = _to64(_flush(a, t) if ftz else a, t)
             v = _arith(opc, t, rnd, [x])
-            return (_finish(v, t, ftz=ftz),)
+            out = _finish(v, t, ftz=ftz)
+            return (_propagate64(out, [a]) if t == "f64" else out,)
     return _op(ctx, (t,), (t,), fn)
 
 
@@ -1164,15 +1248,26 @@ def _build_mufu(ctx: _Ctx) -> AluOp:
     if et == "f64" and ctx.opcode not in ("rcp", "rsqrt"):
         raise _unsupported(ctx.name, "f64 .approx: rcp and rsqrt only", family)
     _check_arity(ctx, 1, family)
-    ftz = "ftz" in rest or et == "f64"
+    # sin and cos flush subnormal inputs also without .ftz (the H200's MUFU.SIN/COS); the .ftz f64 forms
+    # (MUFU.RCP64H/RSQ64H) read and deliver only the high 32 bits (the low words are ignored and zero)
+    ftz = "ftz" in rest or ctx.opcode in ("sin", "cos")
     opc = ctx.opcode
+    hi_only = et == "f64" and "ftz" in rest
 
     def fn1(a):
         with np.errstate(all="ignore"):
+            if hi_only:  # MUFU.RCP64H/RSQ64H read the high word only
+                a = a & np.uint64(0xFFFFFFFF00000000)
             x = _to64(_flush(a, et) if ftz else a, et)
             v = _mufu_value(opc, x)
-            v = _fmt.round_value(v, _FMT[et], "rn") if et != "f64" else v
-            return (_finish(v, et, ftz=ftz),)
+            if et == "f32":
+                v = v.astype(np.float32).astype(np.float64)  # nearest (an approximation model anyway)
+            elif et != "f64":
+                v = _fmt.round_value(v, _FMT[et], "rn")
+            out = _finish(v, et, ftz=ftz)
+            if hi_only:
+                out = np.where(np.isnan(v), out, out & np.uint64(0xFFFFFFFF00000000))
+            return (out,)
     return _op(ctx, (t,), (t,), _lanes2(fn1, packed, et), approx=True)
 
 
@@ -1189,7 +1284,7 @@ def _build_testp(ctx: _Ctx) -> AluOp:
         e = a & expm
         mag = a & ~sgn
         r = {"finite": e != expm, "infinite": mag == expm, "number": mag <= expm, "notanumber": mag > expm,
-             "normal": (e != 0) & (e != expm), "subnormal": (e == 0) & (mag != 0)}[op]
+             "normal": (e != expm) & ~((e == 0) & (mag != 0)), "subnormal": (e == 0) & (mag != 0)}[op]
         return (r,)
     return _op(ctx, ("pred",), (t,), fn)
 
@@ -1351,7 +1446,8 @@ def _int_value_pair(a: np.ndarray, t: str) -> tuple[np.ndarray, np.ndarray]:
     return _two_sum(hi, lo)
 
 
-def _float_to_int(v: np.ndarray, t: str, irnd: str) -> np.ndarray:
+def _float_to_int(v: np.ndarray, t: str, irnd: str, nan_bits: int = 0) -> np.ndarray:
+    """Round to an integer and saturate to the destination's range; NaN gives ``nan_bits``."""
     w, signed = int(t[1:]), t[0] == "s"
     r = {"rni": np.rint, "rzi": np.trunc, "rmi": np.floor, "rpi": np.ceil}[irnd](v)
     lo, hi = (-(2.0 ** (w - 1)), 2.0 ** (w - 1)) if signed else (0.0, 2.0**w)
@@ -1367,7 +1463,8 @@ def _float_to_int(v: np.ndarray, t: str, irnd: str) -> np.ndarray:
         out = np.where(big, np.uint64(2**64 - 1), out)
     else:
         out = np.where(big, 2.0**w - 1, safe).astype(np.uint64)
-    return out.astype(_U[w])
+    out = out.astype(_U[w])
+    return np.where(nan, _U[w](nan_bits), out) if nan_bits else out
 
 
 def _int_convert(a: np.ndarray, st: str, dt: str, sat: bool) -> np.ndarray:
@@ -1393,7 +1490,10 @@ _FP8 = {"e4m3x2": "e4m3", "e5m2x2": "e5m2"}
 def _to_f32_bits_from_float(v: np.ndarray, t: str, rnd: str, *, relu: bool, satfinite: bool) -> np.ndarray:
     """float64 values rounded into f16/bf16/f32/f64 bits with cvt's modifiers."""
     if relu:
-        v = np.where(v < 0, 0.0, v)
+        v = np.where(np.signbit(v) & ~np.isnan(v), 0.0, v)
+    if t in ("f16", "bf16") and rnd in ("rn", "rz") and not satfinite:
+        out = _fmt.encode_bits(v.astype(np.float32), _FMT[t], rnd)  # exact: v holds f32 values here
+        return np.where(np.isnan(v), np.uint16(_NAN[t]), out)
     r = _round_to(v, None, t, rnd) if t != "f64" else v
     if satfinite:
         top = {"f16": 65504.0, "bf16": float((2 - 2.0**-7) * 2.0**127),
@@ -1440,6 +1540,12 @@ def _build_cvt(ctx: _Ctx) -> AluOp:
     if src_int:  # int -> float
         r = rnd or "rn"
 
+        if r == "rn" and dt_ in ("f32", "f64") and not (ftz or sat):
+            npt = np.float32 if dt_ == "f32" else np.float64
+            sdt = _S[type_width(st)] if st[0] == "s" else _U[type_width(st)]
+            # numpy's integer-to-float casts round to nearest even (one rounding)
+            return _op(ctx, (dt_,), (st,), lambda a: (a.view(sdt).astype(npt).view(_U[type_width(dt_)]),))
+
         def fn_if(a):
             with np.errstate(all="ignore"):
                 s, e = _int_value_pair(a, st)
@@ -1448,11 +1554,14 @@ def _build_cvt(ctx: _Ctx) -> AluOp:
         return _op(ctx, (dt_,), (st,), fn_if)
     if dst_int:  # float -> int: saturating, NaN -> 0
         ir = irnd or "rzi"
+        # PTX ISA 9.0 §9.7.9.21: NaN converts to 0. The H200 gives 0 from f16/bf16/f32 into 8- to 32-bit
+        # integers, but 1 << (width - 1) from f64 or into 64-bit integers (its F2I.F64 and .S64/.U64 forms)
+        nan_bits = (1 << (type_width(dt_) - 1)) if (st == "f64" or type_width(dt_) == 64) else 0
 
         def fn_fi(a):
             with np.errstate(all="ignore"):
                 x = _to64(_flush(a, st) if ftz else a, st)
-                return (_float_to_int(x, dt_, ir),)
+                return (_float_to_int(x, dt_, ir, nan_bits),)
         return _op(ctx, (dt_,), (st,), fn_fi)
     # float -> float
     wide = type_width(dt_) > type_width(st) or (dt_, st) in (("f32", "bf16"),)
@@ -1468,13 +1577,44 @@ def _build_cvt(ctx: _Ctx) -> AluOp:
             else:
                 v = _round_to(x, None, dt_, rnd or "rn") if dt_ != "f64" else x
             if relu:
-                v = np.where(v < 0, 0.0, v)
+                v = np.where(np.signbit(v) & ~np.isnan(v), 0.0, v)
             if satfinite:
                 top = {"f16": 65504.0, "bf16": float((2 - 2.0**-7) * 2.0**127),
                        "f32": float(np.finfo(np.float32).max), "f64": float(np.finfo(np.float64).max)}[dt_]
                 v = np.where(np.isnan(v), v, np.clip(v, -top, top))
-            return (_finish(v, dt_, ftz=ftz and dt_ == "f32", sat=sat),)
+            out = _finish(v, dt_, ftz=ftz and dt_ == "f32", sat=sat)
+            return (_cvt_nan(out, a, st, dt_, bool(irnd)),)
     return _op(ctx, (dt_,), (st,), fn_ff)
+
+
+def _cvt_nan(out: np.ndarray, a: np.ndarray, st: str, dt_: str, rounded: bool) -> np.ndarray:
+    """The NaN a float-to-float cvt gives, as the H200 does (tests/data/h200_ptx_alu.npz): where f64 is the
+    source or the destination the payload is kept (quieted; cvt.f64.f64 without rounding copies the bits);
+    bf16 to f32 is a plain shift (a signalling NaN stays signalling); other conversions give the canonical NaN."""
+    if "f64" not in (st, dt_) and (st, dt_) != ("bf16", "f32"):
+        return out
+    ua = a.astype(np.uint64)
+    if st == "f64":
+        nan = (ua & np.uint64(0x7FFFFFFFFFFFFFFF)) > np.uint64(0x7FF0000000000000)
+        sign = ua >> np.uint64(63)
+        if dt_ == "f64":
+            val = ua if not rounded else ua | _QUIET64
+        else:
+            keep = {"f32": 22, "f16": 9, "bf16": 6}[dt_]
+            pay = (ua >> np.uint64(52 - 1 - keep)) & np.uint64((1 << keep) - 1)
+            e = {"f32": (8, 23), "f16": (5, 10), "bf16": (8, 7)}[dt_]
+            val = (sign << np.uint64(e[0] + e[1])) | np.uint64(((1 << e[0]) - 1) << e[1]) | np.uint64(
+                1 << (e[1] - 1)) | pay
+        return np.where(nan, val.astype(out.dtype), out)
+    w = type_width(st)
+    expm, sgn = _EXP[st], _SIGN[st]
+    nan = ((ua & np.uint64(expm)) == np.uint64(expm)) & ((ua & np.uint64(~(expm | sgn) & ((1 << w) - 1))) != 0)
+    if dt_ == "f32":  # bf16 -> f32
+        return np.where(nan, (ua << np.uint64(16)).astype(np.uint32), out)
+    mbits = {"f32": 23, "f16": 10, "bf16": 7}[st]
+    val = ((ua >> np.uint64(w - 1)) << np.uint64(63)) | np.uint64(0x7FF8000000000000) | (
+        (ua & np.uint64((1 << mbits) - 1)) << np.uint64(52 - mbits))
+    return np.where(nan, val, out)
 
 
 def _cvt_pack_from_f32(ctx: _Ctx, dt_: str, rnd: str, relu: bool, satfinite: bool) -> AluOp:
@@ -1483,11 +1623,13 @@ def _cvt_pack_from_f32(ctx: _Ctx, dt_: str, rnd: str, relu: bool, satfinite: boo
 
     def enc(x: np.ndarray) -> np.ndarray:
         v = x.view(np.float32).astype(np.float64)
-        if relu:
-            v = np.where(v < 0, 0.0, v)
+        if relu:  # negative values and -0 to +0 (measured on the H200)
+            v = np.where(np.signbit(v) & ~np.isnan(v), 0.0, v)
         if dt_ in ("f16x2", "bf16x2"):
             return _to_f32_bits_from_float(v, _HALF[dt_], rnd, relu=False, satfinite=satfinite).astype(np.uint32)
         f32 = v.astype(np.float32)
+        if dt_ in _FP8:  # the H200 gives 0x7F for every NaN, e5m2 too (CUDA's host reference keeps payload bits)
+            return np.where(np.isnan(f32), np.uint32(0x7F), _fmt.encode_bits(f32, _FP8[dt_], rnd).astype(np.uint32))
         if dt_ == "e2m1x2":
             return _fmt.encode_e2m1(f32, rnd).astype(np.uint32)
         if dt_ == "ue8m0x2":
@@ -1514,7 +1656,7 @@ def _cvt_unpack_fp8(ctx: _Ctx, dt_: str, st: str, relu: bool) -> AluOp:
             v = _fmt.decode_bits(codes.astype(np.uint8), {"e4m3x2": "e4m3", "e5m2x2": "e5m2", "ue8m0x2": "ue8m0"}[st])
         v = v.astype(np.float64)
         if relu:
-            v = np.where(v < 0, 0.0, v)
+            v = np.where(np.signbit(v) & ~np.isnan(v), 0.0, v)
         return _bits(_round_to(v, None, half, "rn"), half).astype(np.uint32)
 
     nb = np.uint32(4 if st == "e2m1x2" else 8)
@@ -1536,15 +1678,16 @@ def _cvt_tf32(ctx: _Ctx, rnd: str, relu: bool, satfinite: bool) -> AluOp:
             if relu:
                 x = np.where((a >> np.uint32(31)).astype(bool) & ~nan, np.uint32(0), x)
             if rnd == "rna":
-                r = np.where(mag >= np.uint32(0x7F800000), x, (x + np.uint32(0x1000)) & np.uint32(0xFFFFE000))
+                # ties away on the bit pattern; a NaN is truncated, as the H200 does (so the signalling NaN
+                # 0x7F800001 becomes Inf, and other NaNs keep their top mantissa bits)
+                r = np.where(nan, x, x + np.uint32(0x1000)) & np.uint32(0xFFFFE000)
             else:
                 v = _fmt.round_value(x.view(np.float32).astype(np.float64), "tf32", rnd)
-                r = v.astype(np.float32).view(np.uint32)
-            if satfinite:
-                top = np.uint32(0x7F7FE000)
-                rm = r & np.uint32(0x7FFFFFFF)
-                r = np.where((rm > top) & (rm <= np.uint32(0x7F800000)), (r & np.uint32(0x80000000)) | top, r)
-            return (np.where(nan, np.uint32(_NAN["f32"]), r),)
+                r = np.where(nan, np.uint32(0x7FFFE000), v.astype(np.float32).view(np.uint32))
+            if satfinite:  # the H200 steps a result with an all-ones exponent down one tf32 ulp (Inf -> max)
+                allones = (r & np.uint32(0x7F800000)) == np.uint32(0x7F800000)
+                r = np.where(allones, r - np.uint32(0x2000), r)
+            return (r,)
     return _op(ctx, ("b32",), ("f32",), fn)
 
 
