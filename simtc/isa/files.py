@@ -157,8 +157,8 @@ def _no_constant(name: str):
 def loads_json(data: str | bytes, name: str, rule: str, *, ref: str | None = None, constants: bool = True,
                error: type[SimtcError] = FileFormatError) -> Any:
     """The JSON value of ``data`` (the text of ``name``); every key once per object. ``constants=False`` also
-    refuses ``NaN`` / ``Infinity``, which Python writes and reads but JSON does not define (RFC 8259 §6).
-    Refusals are ``error(..., rule=rule)`` naming ``name`` (the repeated key: :data:`DUPLICATE_RULE`)."""
+    refuses ``NaN`` / ``Infinity``, which Python writes and reads but JSON does not define (RFC 8259, section 6
+    "Numbers"). Refusals are ``error(..., rule=rule)`` naming ``name`` (the repeated key: :data:`DUPLICATE_RULE`)."""
     if isinstance(data, bytes | bytearray):
         try:
             data = bytes(data).decode("utf-8")
