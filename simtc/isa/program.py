@@ -58,11 +58,7 @@ BARRIER_KINDS = ("mbarrier", "named")
 
 def _in_record(e: SimtcError, role: str, index: int, d: Any) -> SimtcError:
     """``e`` again (same class, rule, ref), its message prefixed with where it is: role, record index, op, label."""
-    what = ""
-    if isinstance(d, dict):
-        what = f" ({d.get('op', '?')}" + (f" {d['label']!r}" if isinstance(d.get("label"), str) and d["label"]
-                                          else "") + ")"
-    msg = f"role {role!r} record {index}{what}: {e.message}"
+    msg = f"{schema.record_context(role, index, d)}: {e.message}"
     try:
         return type(e)(msg, rule=e.rule, ref=e.ref)
     except TypeError:  # pragma: no cover - a subclass with another signature
