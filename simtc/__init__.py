@@ -18,8 +18,10 @@ attribute of :mod:`simtc` that is imported on first use.
 * ``simtc.engine`` -- the cycle-level event engine: warps, asynchronous units, barriers, the labelled
   timing model, the hazard and deadlock checker;
 * ``simtc.kernels`` -- kernels as Programs built from data (FlashMLA's SM100 head64 decode, the hazard catalogue);
+* ``simtc.ptx`` -- real PTX: the parser, per-lane ALU semantics and the SIMT executor (warps, memories, barriers);
 * ``simtc.render`` -- terminal, Jupyter and SVG views (rich);
 * ``simtc.hw`` -- the hardware path: CUDA executors and cross-checks against real GPUs;
+* ``simtc.cuda`` -- a CuPy-like API (``RawModule``, ``RawKernel``, arrays) that runs kernels on the executor;
 * ``simtc.cuda`` -- CuPy's raw-kernel API over simtc's PTX executor (``import simtc.cuda as xp``: the same
   script as with ``import cupy as xp``), and the compilation of CUDA C++ to PTX;
 * ``simtc.cli`` -- the ``simtc`` command.
@@ -59,6 +61,7 @@ __all__ = ["SimtcError", "__version__", *sorted(_SUBMODULES)]
 
 if TYPE_CHECKING:  # pragma: no cover (for type checkers; at run time __getattr__ imports on first use)
     from simtc import cli as cli
+    from simtc import cuda as cuda
     from simtc import engine as engine
     from simtc import errors as errors
     from simtc import hw as hw
@@ -66,6 +69,7 @@ if TYPE_CHECKING:  # pragma: no cover (for type checkers; at run time __getattr_
     from simtc import kernels as kernels
     from simtc import mma as mma
     from simtc import numerics as numerics
+    from simtc import ptx as ptx
     from simtc import render as render
     from simtc import semantics as semantics
     from simtc import smem as smem

@@ -13,8 +13,10 @@
    it, and no model package loads rich or cupy.
 
 Layers, bottom to top: errors; numerics; smem; tmem (isa sits beside them: errors plus the pure
-value/geometry modules of smem, tmem and numerics); mma; semantics; engine; kernels; render; hw;
-cli. The top package ``simtc`` loads nothing heavy.
+value/geometry modules of smem, tmem and numerics); mma; semantics; engine; kernels; ptx (the PTX
+front end and its executor: it drives semantics and feeds the engine, and never imports render, hw
+or cli); render; hw; cuda (the CuPy-like API over the executor, which may compile through hw); cli.
+The top package ``simtc`` loads nothing heavy.
 
 What the AST counts as an import of a module: ``import`` and ``from ... import`` statements,
 ``importlib.import_module`` with a literal name, and ``simtc.<subpackage>`` in a module that did
@@ -59,7 +61,7 @@ ROOT = Path(__file__).resolve().parents[1]
 PKG = ROOT / "simtc"
 
 ORDER = ("errors", "numerics", "smem", "tmem", "isa", "mma", "semantics", "engine", "kernels", "ptx", "render", "hw",
-         "cli")
+         "cuda", "cli")
 """Packages from the bottom layer to the top one."""
 
 ISA_VALUE_MODULES = frozenset({
@@ -457,7 +459,7 @@ def test_importing_a_package_loads_nothing_above_it(pkg):
     above = [f"simtc.{p}" for p in ORDER[ORDER.index(pkg) + 1:] if p not in _below(pkg)]
     if pkg in ("numerics", "smem", "tmem", "errors"):
         above.append("simtc.isa")
-    heavy = ["rich", "cupy", "IPython"] if ORDER.index(pkg) <= ORDER.index("kernels") else ["cupy"]
+    heavy = ["rich", "cupy", "IPython"] if ORDER.index(pkg) <= ORDER.index("ptx") else ["cupy"]
     assert _loaded_after_import(module, above + heavy) == []
 
 
