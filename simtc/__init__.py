@@ -21,7 +21,6 @@ attribute of :mod:`simtc` that is imported on first use.
 * ``simtc.ptx`` -- real PTX: the parser, per-lane ALU semantics and the SIMT executor (warps, memories, barriers);
 * ``simtc.render`` -- terminal, Jupyter and SVG views (rich);
 * ``simtc.hw`` -- the hardware path: CUDA executors and cross-checks against real GPUs;
-* ``simtc.cuda`` -- a CuPy-like API (``RawModule``, ``RawKernel``, arrays) that runs kernels on the executor;
 * ``simtc.cuda`` -- CuPy's raw-kernel API over simtc's PTX executor (``import simtc.cuda as xp``: the same
   script as with ``import cupy as xp``), and the compilation of CUDA C++ to PTX;
 * ``simtc.cli`` -- the ``simtc`` command.
