@@ -209,12 +209,16 @@ def uncommitted_citations(text: str, path: Path) -> list[str]:
     []
     >>> uncommitted_citations("CUTLASS `cute/arch/copy.hpp` line 9 (FlashMLA 9241ae3)", p)
     ['1: cute/arch/copy.hpp` line 9 (FlashMLA/CUTLASS line citation without a commit in its paragraph or file)']
+    >>> uncommitted_citations("the fault is at /tmp/api/oob.cu:2", p)
+    []
     """
     out = []
     for m in _CITATION.finditer(text):
         file = m.group("file")
         if _resolves(file, path):
             continue  # a file of this repository
+        if file.startswith("/"):
+            continue  # an absolute path: a user's own file (a fault report's CUDA line), not another project's
         para = _paragraph(text, m.start())
         project = _project(file)
         if _names_commit(para, project) or _names_commit(text, project):
