@@ -1,4 +1,4 @@
-"""Asynchronous and tensor-core PTX in the executor: ``mbarrier``, ``tcgen05``, their fences, through simtc's models.
+"""Asynchronous and tensor-core PTX in the executor (``mbarrier``, ``tcgen05``, ``wgmma``, fences) via simtc's models.
 
 Each handler here compiles one PTX instruction into a closure of :mod:`simtc.ptx.executor` (same signature as the
 executor's own: ``compile(instruction, compiler) -> body(warp, frame, entry, mask, full)``). At run time the body
@@ -38,6 +38,12 @@ operation that completes the phase wakes it. When every warp waits, the executor
 warp's PTX line and what it waits on (the barrier, its address and the parity). ``mbarrier.test_wait`` never
 suspends. A ``tcgen05.alloc`` that finds no free columns suspends likewise until a ``tcgen05.dealloc``.
 
+**wgmma** (sm_90a): the semantics take a warpgroup's whole (128, N/2) accumulator fragment
+(:func:`simtc.mma.wgmma.wgmma_mma_async`), so a ``wgmma.mma_async`` waits until all four warps of its warpgroup have
+issued it (every warp must, with the same descriptors: PTX ISA 9.0 §9.7.15.1), then executes once on the fragment
+gathered from the four warps' registers (thread 32w + l, register i) and writes each warp's rows back;
+``wgmma.fence``/``commit_group``/``wait_group`` are their records, ordering only. A from registers (RS) is refused.
+
 **Refused by name** (:class:`~simtc.ptx.errors.PtxUnsupported`): clusters and CTA pairs (``.cta_group::2``,
 ``.multicast::cluster``), sparse and block-scaled MMAs, ``.ashift``, a non-zero ``disable-output-lane``,
 ``scale-input-d`` or ``.ws`` zero-column mask (the record does not carry them), ``tcgen05.cp`` decompression,
@@ -76,6 +82,7 @@ from simtc.isa.tcgen05 import (
     WaitLd,
     WaitSt,
 )
+from simtc.isa.wgmma import WgmmaCommitGroup, WgmmaFence, WgmmaMmaAsync, WgmmaWaitGroup
 from simtc.ptx.errors import KernelFault, PtxSyntaxError, PtxUnsupported
 from simtc.ptx.ir import Address, Imm, Instruction, Sink, Vector
 from simtc.ptx.memory import SHARED_WINDOW, window_of
@@ -139,12 +146,13 @@ def issued() -> Iterator[list[tuple]]:
 
 
 
-def _run(record, w, lane: int, threads: int = 1) -> None:
-    """``execute(record, cta, warp=w.wid, threads=...)``, logged when asked; model errors become faults."""
+def _run(record, w, lane: int, threads: int = 1, *, warp: int | None = None) -> None:
+    """``execute(record, cta, warp=w.wid, threads=...)`` (``warp``: another CTA warp index), logged when asked."""
+    wid = w.wid if warp is None else warp
     if _SINKS:
         for s in _SINKS:
-            s.append((w.cta.ctaid, w.wid, lane, record))
-    execute(record, w.cta.cta, warp=w.wid, threads=threads)
+            s.append((w.cta.ctaid, wid, lane, record))
+    execute(record, w.cta.cta, warp=wid, threads=threads)
 
 
 def _fault(err: SimtcError, lane: int) -> KernelFault:
@@ -865,10 +873,126 @@ _TC: dict[str, Callable] = {
 
 
 # ------------------------------------------------------------------------------------------------------------
+# wgmma (sm_90a): one record per warpgroup, its (128, N/2) fragment gathered from the four warps
+# ------------------------------------------------------------------------------------------------------------
+
+_REF_WGMMA = "PTX ISA 9.0 §9.7.15.5.2"
+_WG_TYPES = {"bf16": "bf16", "f16": "fp16", "tf32": "tf32", "e4m3": "e4m3", "e5m2": "e5m2"}
+_WG_D = {"f32": "fp32", "f16": "fp16"}
+
+
+def _wgmma(ins: Instruction, c):
+    mods = ins.modifiers
+    what = mods[0] if mods else ""
+    c.note("wgmma: a warpgroup's wgmma.mma_async executes once all four of its warps have issued it (simtc's "
+           "model takes the whole (128, N/2) fragment); commit_group/wait_group then have nothing to wait for")
+    if what == "mma_async":
+        return _wg_mma(ins, c)
+    rec = {"fence": WgmmaFence(), "commit_group": WgmmaCommitGroup()}.get(what)
+    if what == "wait_group":
+        rec = _model(lambda: WgmmaWaitGroup(int(ins.operands[0].value)), 0)
+    if rec is None:
+        raise PtxUnsupported(f"{ins.name} (PTX line {ins.line}): wgmma.{what} is not modelled",
+                             rule="modelled wgmma instructions", ref="PTX ISA 9.0 §9.7.15")
+
+    def body(w, f, e, m, full):
+        _converged(w, m, ins)
+        _model(lambda: _run(rec, w, 0, 32), 0)
+        return None
+    return body
+
+
+@define(eq=False)
+class _WgIssue:
+    """The warps of a warpgroup that have issued one wgmma.mma_async so far: warp -> (warp, frame, entry, mask,
+    full, accumulator bits (32, N/2), operand values)."""
+
+    arrived: dict = field(factory=dict)
+
+
+def _wg_mma(ins: Instruction, c):
+    mods = [m for m in ins.modifiers[1:] if m not in ("sync", "aligned")]
+    if "sp" in mods or len(mods) != 4 or not mods[0].startswith("m64n"):
+        raise PtxUnsupported(f"{ins.name} (PTX line {ins.line}): simtc models dense wgmma.mma_async.sync.aligned."
+                             "m64nNkK.<d>.<a>.<b>", rule="modelled wgmma forms", ref=_REF_WGMMA)
+    shape, d_t, a_t, b_t = mods
+    n, k = (int(x) for x in shape[4:].split("k"))
+    if a_t != b_t or a_t not in _WG_TYPES or d_t not in _WG_D:
+        raise PtxUnsupported(f"{ins.name} (PTX line {ins.line}): .{d_t}.{a_t}.{b_t} is not modelled",
+                             rule="modelled wgmma types", ref=_REF_WGMMA)
+    ops = list(ins.operands)
+    if isinstance(ops[1], Vector):
+        raise PtxUnsupported(f"{ins.name} (PTX line {ins.line}): A from registers (the RS form) is not modelled "
+                             "(simtc's wgmma semantics read A through a shared-memory descriptor)",
+                             rule="modelled wgmma forms", ref=_REF_WGMMA)
+    if len(ops) != 8:
+        raise PtxSyntaxError(f"line {ins.line}: wgmma.mma_async with A from shared memory takes d, a-desc, b-desc, "
+                             "scale-d, imm-scale-a, imm-scale-b, imm-trans-a, imm-trans-b", rule="wgmma operands",
+                             ref=_REF_WGMMA)
+    dregs = _regs(ops[0])
+    rds = [c.reader(r, "b32") for r in dregs]
+    wrs = [c.writer(r, "b32") for r in dregs]
+    a_of, b_of, sd_of = c.reader(ops[1], "b64"), c.reader(ops[2], "b64"), c.reader(ops[3], "pred")
+    imms = [int(o.value) if isinstance(o, Imm) else None for o in ops[4:]]
+    if None in imms:
+        raise PtxSyntaxError(f"line {ins.line}: imm-scale-a/b and imm-trans-a/b are immediates", rule="wgmma operands",
+                             ref=_REF_WGMMA)
+    sa, sb, ta, tb = imms
+    scratch = "wgmma.d"
+    pending: dict = {}
+
+    def body(w, f, e, m, full):
+        lanes = _converged(w, m, ins)
+        ops_now = (_uniform(a_of(f)[lanes], lanes, ins, "A descriptor"),
+                   _uniform(b_of(f)[lanes], lanes, ins, "B descriptor"),
+                   _uniform(sd_of(f)[lanes].astype(np.uint8), lanes, ins, "scale-d"))
+        wg = w.wid // 4
+        key = (id(w.cta), wg)
+        issue = pending.setdefault(key, _WgIssue())
+        first = next(iter(issue.arrived.values()), None)
+        if first is not None and first[6] != ops_now:
+            raise _kfault(f"{ins.name}: warp {w.wid} gives operands {tuple(hex(v) for v in ops_now)}, warp "
+                          f"{first[0].wid} of its warpgroup {tuple(hex(v) for v in first[6])}", 0,
+                          rule="the warps of a warpgroup give the same wgmma operands",
+                          ref="PTX ISA 9.0 §9.7.15.1")
+        acc = np.stack([r(f).astype(np.uint32) for r in rds], axis=1)
+        issue.arrived[w.wid] = (w, f, e, m, full, acc, ops_now)
+        if len(issue.arrived) < 4:
+            return _wait(w, f, e, ins, f"the other warps of warpgroup {wg} to issue this wgmma.mma_async "
+                         f"({len(issue.arrived)} of 4 have)", "wgmma", None)
+        del pending[key]
+        a, b, sd = ops_now
+        lead = 4 * wg
+        rec = _model(lambda: WgmmaMmaAsync(64, n, k, _WG_TYPES[a_t], a, b, bool(sd), scratch, d_dtype=_WG_D[d_t],
+                                           a_major="MN" if ta else "K", b_major="MN" if tb else "K",
+                                           scale_a=sa, scale_b=sb), 0)
+        regs = w.cta.cta.warp_regs(lead)
+        regs[scratch] = np.concatenate([issue.arrived[lead + i][5] for i in range(4)]).view(np.float32)
+        try:
+            _model(lambda: _run(rec, w, 0, 32, warp=lead), 0)
+            out = np.ascontiguousarray(regs[scratch], dtype=np.float32).view(np.uint32)
+        finally:
+            regs.pop(scratch, None)
+        st = _state(w.cta)
+        for i in range(4):
+            ww, ff, ee, mm, fl, _, _ = issue.arrived[lead + i]
+            part = out[32 * i:32 * i + 32]
+            for j, wr in enumerate(wrs):
+                wr(ff, np.ascontiguousarray(part[:, j]), mm, fl)
+            if ww is not w:  # a warp that waited here goes on past the instruction
+                st.waits.pop(ww.wid, None)
+                ee[0] += 1
+                ww.blocked = None
+                ww.blocked_at = None
+        return None
+    return body
+
+
+# ------------------------------------------------------------------------------------------------------------
 # the table
 # ------------------------------------------------------------------------------------------------------------
 
-HANDLERS: dict[str, Callable] = {"mbarrier": _mbarrier, "tcgen05": _tcgen05}
+HANDLERS: dict[str, Callable] = {"mbarrier": _mbarrier, "tcgen05": _tcgen05, "wgmma": _wgmma}
 """opcode -> compiler, as in :data:`simtc.ptx.executor.HANDLERS` (``fence`` is added by :func:`install`, around the
 executor's own: ``fence.proxy.async*`` and ``fence.mbarrier_init`` are this module's, other fences the
 executor's)."""
