@@ -190,6 +190,9 @@ class FnCode:
         self.local: dict[str, int] = {}
         self.local_bytes = 0
         self.ipdom: dict[int, int] = {}
+        self.exits = frozenset(pc for pc, ins in enumerate(fn.body) if ins.guard is None and (
+            ins.opcode == "exit" or (ins.opcode == "ret" and fn.entry)))
+        """pcs of the unguarded instructions that end a thread (``exit``; ``ret`` in a kernel)."""
         self.notes: dict[int, str] = {}
         self.wc = [0] * len(fn.body)
         self.tc = [0] * len(fn.body)
@@ -1086,6 +1089,14 @@ def _diverge(w: Warp, f: Frame, e: list, pc: int, target: int, t: np.ndarray, nt
     r = f.code.ipdom.get(pc, f.code.exit_pc)
     nm = e[2] & ~t
     nn = e[3] - nt
+    ex = f.code.exits
+    if target in ex or nxt in ex:
+        # Lanes bound for an unguarded exit (or a kernel's ret) would do nothing else: they exit now. So the
+        # idiom `if (i >= n) return; ... __syncthreads();` behaves as on sm_70+, where the returning threads
+        # exit and the barrier waits for the others only (PTX ISA 9.0 §9.7.13.1: "non-exited threads").
+        w.kill(t if target in ex else nm)
+        e[0] = nxt if target in ex else target
+        return
     if r == e[1] and len(st) > 1:
         st.pop()
     else:

@@ -465,3 +465,19 @@ $L_skip:
     assert [pc for _, _, pc, _ in r.traces[0][1]] == [0, 1, 2, 4]
     with pytest.raises(PtxUnsupported, match=r"mapa.shared::cluster.u32 \(PTX line 14\): mapa.* later step"):
         g.run(m, "k", 1, 64, [0])
+
+
+def test_early_return_before_syncthreads_exits_those_threads():
+    m = _module(r'''
+extern "C" __global__ void k(int* out, int n) {
+  __shared__ int s[128];
+  int t = threadIdx.x;
+  if (t >= n) return;          // a branch to the kernel's ret: those threads exit, the barrier waits for the rest
+  s[t] = t;
+  __syncthreads();
+  out[t] = s[(t + 1) % n];
+}''')
+    g = Gpu()
+    po = g.put(np.full(128, -1, np.int32))
+    g.run(m, "k", (1, 1, 1), (128, 1, 1), [po, np.int32(70)])
+    assert g.get(po).tolist() == [(t + 1) % 70 for t in range(70)] + [-1] * 58
