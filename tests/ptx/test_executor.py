@@ -139,7 +139,7 @@ extern "C" __global__ void collatz(const unsigned* x, int* steps, int* flag) {
   if (__all_sync(__activemask(), 1)) atomicAdd(flag, 1);   // the lanes left reconverge here
 }''')
     g = Gpu()
-    x = np.array([0, 1, 2, 3, 6, 7, 9, 27, 97, 0, 5, 8] + list(range(20, 40)), np.uint32)
+    x = np.array([0, 1, 2, 3, 6, 7, 9, 27, 97, 0, 5, 8, *range(20, 40)], np.uint32)
 
     def ref(v):
         n = 0
@@ -186,7 +186,9 @@ SGEMM = r'''
 typedef unsigned short half_bits;   // fp16 bits (no cuda_fp16.h: header-free NVRTC)
 template <typename T> __device__ float tof(T v);
 template <> __device__ float tof<float>(float v) { return v; }
-template <> __device__ float tof<half_bits>(half_bits v) { float f; asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(v)); return f; }
+template <> __device__ float tof<half_bits>(half_bits v) {
+  float f; asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(v)); return f;
+}
 template <typename T>
 __device__ void gemm(const T* A, const T* B, float* C, int M, int N, int K) {
   constexpr int TS = 16;
@@ -396,13 +398,15 @@ extern "C" __global__ void sh(int* out, int k) {
 
 def test_launch_argument_and_limit_checks():
     m = _module(r'''
-extern "C" __global__ void k(float* y, int n, double d) { __shared__ float s[1024]; s[threadIdx.x] = n + d; y[0] = s[0]; }
+extern "C" __global__ void k(float* y, int n, double d) {
+  __shared__ float s[1024]; s[threadIdx.x] = n + d; y[0] = s[0];
+}
 ''')
     g = Gpu()
     py = g.put(np.zeros(1, np.float32))
     with pytest.raises(LaunchError, match="takes 3 arguments"):
         g.run(m, "k", 1, 32, [py, 1])
-    with pytest.raises(LaunchError, match="argument k_param_1 has 8 bytes; the parameter .* has 4"):
+    with pytest.raises(LaunchError, match=r"argument k_param_1 has 8 bytes; the parameter .* has 4"):
         g.run(m, "k", 1, 32, [py, np.int64(1), 2.0])
     with pytest.raises(LaunchError, match="cannot take the float"):
         g.run(m, "k", 1, 32, [py, 1.5, 2.0])
