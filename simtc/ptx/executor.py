@@ -1672,6 +1672,85 @@ def _redux(ins: Instruction, c: _Compiler):
 
 
 # ------------------------------------------------------------------------------------------------------------
+# ldmatrix / stmatrix: warp-wide 8x8 b16 matrices between shared memory and registers (PTX ISA 9.0 §9.7.14.5)
+# ------------------------------------------------------------------------------------------------------------
+
+_FRAG_ROW = (np.arange(32) // 4)
+_FRAG_COL = 2 * (np.arange(32) % 4)
+
+
+def _matrix_mods(ins: Instruction) -> tuple[int, bool, str]:
+    mods = ins.modifiers
+    if "m8n8" not in mods or mods[-1] != "b16":
+        raise PtxUnsupported(f"{ins.name}: only the .m8n8 .b16 shapes are modelled (not .m16n16/.m8n16 with b8 "
+                             "or b6x16/b4x16 elements)", rule="ldmatrix/stmatrix shapes", ref="PTX ISA 9.0 §9.7.14.5")
+    num = next((int(m[1:]) for m in mods if m in ("x1", "x2", "x4")), None)
+    if num is None:
+        raise PtxUnsupported(f"{ins.name}: needs .x1, .x2 or .x4", rule="ldmatrix/stmatrix .num",
+                             ref="PTX ISA 9.0 §9.7.14.5")
+    space = next((m.split("::")[0] for m in mods if m.split("::")[0] == "shared"), "generic")
+    return num, "trans" in mods, space
+
+
+def _whole_warp(w: Warp, m: np.ndarray, ins: Instruction) -> None:
+    if np.count_nonzero(m) != 32:
+        raise KernelFault(f"{ins.opcode}: executed by {np.count_nonzero(m)} lanes; .sync.aligned matrix loads and "
+                          "stores need all 32 lanes of the warp", rule="ldmatrix/stmatrix are warp-wide",
+                          ref="PTX ISA 9.0 §9.7.14.5")
+
+
+@handler("ldmatrix")
+def _ldmatrix(ins: Instruction, c: _Compiler):
+    """Matrix i's row r comes from the 16 bytes at lane 8i+r's address; lane t receives row t/4, columns
+    2(t%4) and 2(t%4)+1 (with ``.trans``, column t/4 of rows 2(t%4) and 2(t%4)+1), the lower column in the low half."""
+    num, trans, space = _matrix_mods(ins)
+    d = ins.operands[0]
+    items = list(d.items) if isinstance(d, Vector) else [d]
+    if len(items) != num:
+        raise PtxSyntaxError(f"line {ins.line}: {ins.name} takes {num} destination registers",
+                             rule="one register per matrix", ref="PTX ISA 9.0 §9.7.14.5")
+    addr = c.address(ins.operands[1], space)
+    wrs = [c.writer(x, "b32") for x in items]
+    rows_mask = np.arange(32) < 8 * num
+
+    def body(w, f, e, m, full):
+        _whole_warp(w, m, ins)
+        mats = _load(space, w, f, addr(f), rows_mask, 16).view(np.uint16).reshape(num, 8, 8)
+        for i, wr in enumerate(wrs):
+            mt = mats[i].T if trans else mats[i]
+            lo = mt[_FRAG_ROW, _FRAG_COL].astype(np.uint32)
+            hi = mt[_FRAG_ROW, _FRAG_COL + 1].astype(np.uint32)
+            wr(f, lo | (hi << np.uint32(16)), m, full)
+    return body
+
+
+@handler("stmatrix")
+def _stmatrix(ins: Instruction, c: _Compiler):
+    """The inverse of ``ldmatrix``: lane t's register i holds matrix i's row t/4, columns 2(t%4) and 2(t%4)+1; row r
+    of matrix i goes to the 16 bytes at lane 8i+r's address."""
+    num, trans, space = _matrix_mods(ins)
+    s_ = ins.operands[1]
+    items = list(s_.items) if isinstance(s_, Vector) else [s_]
+    if len(items) != num:
+        raise PtxSyntaxError(f"line {ins.line}: {ins.name} takes {num} source registers",
+                             rule="one register per matrix", ref="PTX ISA 9.0 §9.7.14.5")
+    addr = c.address(ins.operands[0], space)
+    rds = [c.reader(x, "b32") for x in items]
+    rows_mask = np.arange(32) < 8 * num
+
+    def body(w, f, e, m, full):
+        _whole_warp(w, m, ins)
+        mats = np.zeros((num, 8, 8), np.uint16)
+        for i, rd in enumerate(rds):
+            v = rd(f)
+            mt = mats[i].T if trans else mats[i]
+            mt[_FRAG_ROW, _FRAG_COL] = (v & np.uint32(0xFFFF)).astype(np.uint16)
+            mt[_FRAG_ROW, _FRAG_COL + 1] = (v >> np.uint32(16)).astype(np.uint16)
+        _store(space, w, f, addr(f), rows_mask, mats.reshape(8 * num, 8).view(np.uint8).reshape(8 * num, 16))
+    return body
+
+
+# ------------------------------------------------------------------------------------------------------------
 # atomics: atom, red (PTX ISA 9.0 §9.7.13.5, §9.7.13.6)
 # ------------------------------------------------------------------------------------------------------------
 

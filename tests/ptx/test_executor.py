@@ -485,3 +485,39 @@ extern "C" __global__ void k(int* out, int n) {
     po = g.put(np.full(128, -1, np.int32))
     g.run(m, "k", (1, 1, 1), (128, 1, 1), [po, np.int32(70)])
     assert g.get(po).tolist() == [(t + 1) % 70 for t in range(70)] + [-1] * 58
+
+
+def test_ldmatrix_and_stmatrix_move_8x8_b16_fragments():
+    m = _module(r'''
+extern "C" __global__ void lm(const unsigned short* x, unsigned* frag, unsigned short* back) {
+  __shared__ __align__(16) unsigned short s[4 * 64], t[4 * 64];
+  for (int i = threadIdx.x; i < 256; i += 32) s[i] = x[i];
+  __syncthreads();
+  unsigned a = (unsigned)__cvta_generic_to_shared(&s[threadIdx.x * 8]);     // lane l: row l%8 of matrix l/8
+  unsigned r0, r1, r2, r3, q0, q1;
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
+               : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3) : "r"(a));
+  asm volatile("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0,%1}, [%2];" : "=r"(q0), "=r"(q1) : "r"(a));
+  unsigned* o = frag + threadIdx.x * 6;
+  o[0] = r0; o[1] = r1; o[2] = r2; o[3] = r3; o[4] = q0; o[5] = q1;
+  unsigned b = (unsigned)__cvta_generic_to_shared(&t[threadIdx.x * 8]);
+  asm volatile("stmatrix.sync.aligned.m8n8.x4.trans.shared.b16 [%0], {%1,%2,%3,%4};"
+               :: "r"(b), "r"(r0), "r"(r1), "r"(r2), "r"(r3) : "memory");
+  __syncthreads();
+  for (int i = threadIdx.x; i < 256; i += 32) back[i] = t[i];
+}''')
+    g = Gpu()
+    x = np.arange(256, dtype=np.uint16) * 7 + 1
+    px, pf, pb = g.put(x), g.put(np.zeros((32, 6), np.uint32)), g.put(np.zeros(256, np.uint16))
+    g.run(m, "lm", (1, 1, 1), (32, 1, 1), [px, pf, pb])
+    fr = g.get(pf)
+    mats = x.reshape(4, 8, 8)
+    lane = np.arange(32)
+    for i in range(4):
+        lo, hi = mats[i][lane // 4, 2 * (lane % 4)], mats[i][lane // 4, 2 * (lane % 4) + 1]
+        assert fr[:, i].tolist() == (lo.astype(np.uint32) | hi.astype(np.uint32) << 16).tolist()
+    for i in range(2):
+        mt = mats[i].T
+        lo, hi = mt[lane // 4, 2 * (lane % 4)], mt[lane // 4, 2 * (lane % 4) + 1]
+        assert fr[:, 4 + i].tolist() == (lo.astype(np.uint32) | hi.astype(np.uint32) << 16).tolist()
+    assert g.get(pb).reshape(4, 8, 8).tolist() == mats.transpose(0, 2, 1).tolist()  # stored transposed
