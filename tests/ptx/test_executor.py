@@ -521,3 +521,26 @@ extern "C" __global__ void lm(const unsigned short* x, unsigned* frag, unsigned 
         lo, hi = mt[lane // 4, 2 * (lane % 4)], mt[lane // 4, 2 * (lane % 4) + 1]
         assert fr[:, 4 + i].tolist() == (lo.astype(np.uint32) | hi.astype(np.uint32) << 16).tolist()
     assert g.get(pb).reshape(4, 8, 8).tolist() == mats.transpose(0, 2, 1).tolist()  # stored transposed
+
+
+def test_constant_and_device_variables_and_a_spin_wait_between_warps():
+    m = _module(r'''
+__constant__ float coef[4] = {0.5f, 1.5f, 2.5f, 3.5f};
+__device__ int counter = 10;
+extern "C" __global__ void k(float* out, int spin_forever) {
+  __shared__ volatile int flag;
+  if (threadIdx.x == 0) flag = 0;
+  __syncthreads();
+  if (threadIdx.x < 32) { while (flag == 0) {} }          // warp 0 spins until warp 1 stores the flag
+  else if (threadIdx.x == 32) flag = 1;
+  if (spin_forever) { while (flag != 2) {} }
+  out[threadIdx.x] = coef[threadIdx.x & 3] + atomicAdd(&counter, 1);
+}''')
+    g = Gpu()
+    po = g.put(np.zeros(64, np.float32))
+    g.run(m, "k", (1, 1, 1), (64, 1, 1), [po, np.int32(0)])
+    o = g.get(po)
+    coef = np.array([0.5, 1.5, 2.5, 3.5], np.float32)
+    assert sorted((o - coef[np.arange(64) & 3]).tolist()) == list(range(10, 74))
+    with pytest.raises(KernelFault, match="more than 20000 warp instructions"):
+        g.run(m, "k", (1, 1, 1), (64, 1, 1), [po, np.int32(1)], options=LaunchOptions(max_instructions=20000))
