@@ -92,6 +92,11 @@ class LaunchOptions:
     max_instructions: int | None = 100_000_000
     trace: bool = False
     echo_printf: bool = False
+    recorder: object = None
+    """An observer of each CTA's execution (:class:`simtc.ptx.recording.Recorder`): ``recorder.cta(cta_state,
+    trace)`` gives the list each executed warp instruction ``(warp, function, pc, lane bits)`` of that CTA is
+    appended to before it runs (``trace``: the list ``trace=True`` keeps, else None; return it to skip the CTA);
+    None: nothing is recorded."""
 
 
 @frozen
@@ -113,6 +118,10 @@ class LaunchResult:
     notes: tuple[str, ...] = ()
     traces: tuple | None = field(default=None, eq=False, repr=False)
     seconds: float = 0.0
+    program: object = field(default=None, eq=False, repr=False)
+    """The recorded CTA as a :class:`simtc.isa.Program` when the launch was recorded (simtc.ptx.recording)."""
+    timing: object = field(default=None, eq=False, repr=False)
+    """That Program run on simtc's engine (:class:`simtc.ptx.recording.EngineRun`: cycles, hazards, stepper)."""
 
     @property
     def output(self) -> str:
@@ -1970,6 +1979,8 @@ def _run_cta(cs: CtaState, run: _Run, kernel: str) -> None:
     opts = run.options
     q = max(1, opts.quantum)
     trace = [] if opts.trace else None
+    if opts.recorder is not None:
+        trace = opts.recorder.cta(cs, trace)
     limit = opts.max_instructions
     warps = cs.warps
     while True:
@@ -1994,7 +2005,7 @@ def _run_cta(cs: CtaState, run: _Run, kernel: str) -> None:
         if limit is not None and run.issued > limit:
             raise KernelFault(f"{kernel}: more than {limit} warp instructions (LaunchOptions.max_instructions); "
                               "the kernel may never end", rule="instruction limit")
-    if trace is not None:
+    if opts.trace and trace is not None:
         run.traces.append((cs.ctaid, tuple(trace)))
 
 

@@ -1,0 +1,796 @@
+"""An executed CTA as a :class:`simtc.isa.Program`: what each warp issued, in order, for simtc's engine.
+
+While :func:`simtc.ptx.executor.launch` runs one CTA (``LaunchOptions(recorder=Recorder(...))``), a
+:class:`Recorder` keeps, per warp, the ordered stream of the warp instructions it executed and what they did:
+
+* every asynchronous or synchronising operation as the :mod:`simtc.isa` record the executor's handlers
+  (:mod:`simtc.ptx.async_ops`) built from the operands' run-time values and applied -- the records
+  :func:`simtc.ptx.async_ops.issued` collects: ``tcgen05.*``, ``mbarrier.*``, ``fence.proxy.async``, ``wgmma.*``
+  and, where executed, TMA and bulk copies;
+* ``bar.sync`` / ``bar.arrive`` / ``bar.red`` as :class:`~simtc.isa.sync.BarSync` / :class:`~simtc.isa.sync.BarArrive`
+  with the barrier id and thread count the warp gave (read from its registers when it issued them);
+* the CUDA-core work between two of those as one :class:`~simtc.isa.cuda_core.CudaCoreBlock` whose cost is
+  **PTX-derived** (:func:`sass_classes`): each executed PTX instruction becomes the SASS instruction class(es)
+  it compiles to (integer, fp32, fp64, MUFU, conversion, memory, ...), the block's ``chain`` is its longest
+  register dependency chain (weighted with the engine's own latencies, :func:`simtc.engine.issue.block_cost`),
+  its shared-memory accesses are its ``smem_reads`` / ``smem_writes`` (the byte ranges the lanes touched, seen
+  through :meth:`simtc.semantics.Cta.observe`) and its ``wavefronts`` their bank-conflict count
+  (:func:`simtc.smem.banks.bank_conflicts` on the lanes' addresses).
+
+:meth:`Recorder.program` builds the Program: warps that ran identical streams form one role, the barrier table
+holds every mbarrier by its shared-memory address (the name :func:`simtc.ptx.async_ops.mbarrier_name` gives it)
+with its ``mbarrier.init`` count, and the named barriers with their thread counts. Each record's ``label`` names
+its PTX line(s) and CUDA source line(s) (from ``-lineinfo``), which the stepper and the traces show; the same
+positions are in :attr:`Recorded.sources`, keyed by ``(role, record index)``.
+
+:func:`run_engine` runs the Program on :class:`simtc.engine.core.Engine` (timing mode): the CTA's cycles, the
+hazard checker's report, the stepper (:meth:`EngineRun.stepper`), schedules (:meth:`EngineRun.schedules`) and the
+engine a Perfetto trace is written from (:func:`simtc.render.perfetto.write_chrome_trace`).
+
+**What the derivation is.** PTX is not SASS: ``ptxas`` may fuse, split, hoist or delete instructions. The class
+of each PTX instruction is the SASS instruction NVIDIA's compilers emit for it in the plain case (NVIDIA CUDA
+Binary Utilities, "Instruction Set Reference", the Hopper and Blackwell tables; e.g. ``fma.rn.f32`` -> ``FFMA``,
+``mad.lo.s32`` -> ``IMAD``, ``ex2.approx.f32`` -> ``MUFU.EX2``, ``ld.shared.v4.f32`` -> ``LDS.128``); the
+multi-instruction expansions (division, remainder, correctly rounded ``rcp``/``sqrt``, 64-bit integer
+arithmetic) are simtc's estimate of their length, labelled as such in :data:`EXPANSIONS`. Classes the engine's
+table does not name (fp64 ``D*``, local memory, atomics, branches) are priced by the engine as it prices any
+unlisted class (the ALU pipe). The Program's ``meta`` says so (``cuda_core_costs``).
+
+**Limits of this first step.** One CTA (the first, or the one asked for). A loop that polls with
+``mbarrier.test_wait`` keeps every poll (the engine's ``try_wait`` then passes the later ones at once); a lone
+``mbarrier.expect_tx`` / ``complete_tx`` has no record and is not replayed; global accesses are costed as
+coalesced (one row per warp-instruction).
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from collections.abc import Iterator
+
+import attrs
+import numpy as np
+from attrs import define, field, frozen
+
+from simtc.errors import SimtcError
+from simtc.ptx.ir import Address, Imm, Instruction, Reg, Vector
+
+__all__ = ["COSTS", "EXPANSIONS", "EngineRun", "Recorded", "Recorder", "Source", "access_bytes", "active_sms",
+           "arch_of", "run_engine", "sass_classes"]
+
+COSTS = ("PTX-derived: each executed PTX instruction as the SASS class(es) it compiles to (simtc.ptx.recording."
+         "sass_classes), the block's longest register dependency chain weighted by the engine's latencies, its "
+         "shared-memory bank conflicts from the lanes' addresses; priced by simtc.engine.issue.block_cost with the "
+         "engine's CUDA-core parameters")
+"""The ``cuda_core_costs`` entry of a recorded Program's ``meta``: how its CudaCoreBlocks' costs were derived."""
+
+EXPANSIONS = {
+    "div.f32": ("MUFU.RCP", "FFMA", "FFMA", "FFMA", "FFMA", "FMUL"),
+    "div.approx.f32": ("MUFU.RCP", "FMUL"),
+    "div.f64": ("MUFU.RCP64H", "DFMA", "DFMA", "DFMA", "DFMA", "DFMA", "DFMA", "DMUL", "DFMA"),
+    "div.s32": ("I2F.U32.RP", "MUFU.RCP", "F2I.FTZ.U32.TRUNC", "IMAD", "IMAD", "IMAD", "IMAD", "IMAD", "ISETP",
+                "ISETP", "IADD3", "IADD3", "SEL", "LOP3"),
+    "rcp.rn.f32": ("MUFU.RCP", "FFMA", "FFMA", "FFMA", "FFMA"),
+    "sqrt.rn.f32": ("MUFU.RSQ", "FMUL", "FFMA", "FFMA", "FFMA", "FFMA"),
+    "rcp.f64": ("MUFU.RCP64H", "DFMA", "DFMA", "DFMA", "DFMA", "DFMA", "DFMA"),
+    "sqrt.f64": ("MUFU.RSQ64H", "DMUL", "DFMA", "DFMA", "DFMA", "DFMA", "DFMA", "DFMA"),
+}
+"""simtc's estimate of the SASS a multi-instruction PTX operation expands to (the Newton-Raphson refinements of
+correctly rounded division, reciprocal and square root; integer division by a reciprocal estimate): the length and
+mix are assumed, not measured. 64-bit integer division and remainder count as three 32-bit ones, 64-bit integer
+add/sub as two IADD3, 64-bit multiply-add as three IMAD."""
+
+_FLOATS = {"f16", "bf16", "f16x2", "bf16x2", "f32", "f64", "tf32"}
+_INTS = {"b8", "b16", "b32", "b64", "u8", "u16", "u32", "u64", "s8", "s16", "s32", "s64"}
+_TYPES = _FLOATS | _INTS | {"pred", "b128", "e4m3x2", "e5m2x2", "e2m1x2", "ue8m0x2"}
+_WIDTH = {"8": 1, "16": 2, "32": 4, "64": 8, "128": 16}
+_NO_DST = frozenset(("st", "bar", "barrier", "bra", "brx", "red", "exit", "ret", "call", "membar", "fence",
+                     "prefetch", "prefetchu", "trap", "nanosleep", "pmevent", "stmatrix", "setmaxnreg",
+                     "griddepcontrol", "mbarrier", "tcgen05", "wgmma", "cp"))
+_MEMORY = frozenset(("ld", "ldu", "st", "atom", "red", "ldmatrix", "stmatrix"))
+
+
+# ------------------------------------------------------------------------------------------------------------
+# PTX instructions -> SASS classes
+# ------------------------------------------------------------------------------------------------------------
+
+def _type(ins: Instruction) -> str:
+    for m in reversed(ins.modifiers):
+        if m in _TYPES:
+            return m
+    return ""
+
+
+def _bits(t: str) -> int:
+    digits = "".join(ch for ch in t if ch.isdigit())
+    if t.endswith("x2"):
+        return 32
+    return int(digits) if digits else 32
+
+
+def _mem_class(prefix: str, nbytes: int) -> str:
+    suffix = {1: "U8", 2: "U16", 4: "32", 8: "64", 16: "128"}.get(nbytes, "128")
+    return f"{prefix}.{suffix}"
+
+
+def access_bytes(ins: Instruction) -> int:
+    """Bytes per lane of a load, store or atomic (``ld.shared.v4.f32``: 16; ``ldmatrix...x4``: 16)."""
+    if ins.opcode in ("ldmatrix", "stmatrix"):
+        num = next((m for m in ins.modifiers if m in ("x1", "x2", "x4")), "x1")
+        return 4 * int(num[1:])
+    t = _type(ins)
+    vec = next((int(m[1:]) for m in ins.modifiers if m in ("v2", "v4", "v8")), 1)
+    return max(1, _bits(t) // 8) * vec
+
+
+@functools.lru_cache(maxsize=4096)
+def _classes_of(name: str, ins: Instruction, space: str) -> tuple[str, ...]:
+    op = ins.opcode
+    mods = ins.modifiers
+    t = _type(ins)
+    f64 = t == "f64"
+    f32 = t in ("f32", "tf32")
+    half = t in ("f16", "bf16", "f16x2", "bf16x2")
+    wide64 = t in ("u64", "s64", "b64")
+    if op in ("add", "sub"):
+        if f32:
+            return ("FADD",)
+        if f64:
+            return ("DADD",)
+        if half:
+            return ("HADD2",)
+        return ("IADD3", "IADD3.X") if wide64 else ("IADD3",)
+    if op == "mul":
+        if f32:
+            return ("FMUL",)
+        if f64:
+            return ("DMUL",)
+        if half:
+            return ("HMUL2",)
+        if "wide" in mods:
+            return ("IMAD.WIDE",)
+        return ("IMAD.WIDE.U32", "IMAD", "IMAD") if wide64 else ("IMAD",)
+    if op in ("mad", "fma"):
+        if f32:
+            return ("FFMA",)
+        if f64:
+            return ("DFMA",)
+        if half:
+            return ("HFMA2",)
+        if "wide" in mods:
+            return ("IMAD.WIDE",)
+        return ("IMAD.WIDE.U32", "IMAD", "IMAD") if wide64 else ("IMAD",)
+    if op in ("mul24", "mad24"):
+        return ("IMAD",)
+    if op in ("div", "rem"):
+        if f32:
+            return EXPANSIONS["div.approx.f32" if ("approx" in mods or "full" in mods) else "div.f32"]
+        if f64:
+            return EXPANSIONS["div.f64"]
+        return EXPANSIONS["div.s32"] * (3 if wide64 else 1)
+    if op in ("abs", "neg"):
+        if f32 or half:
+            return ("FADD",) if f32 else ("HADD2",)
+        if f64:
+            return ("DADD",)
+        return ("IABS",) if op == "abs" else ("IADD3",)
+    if op in ("min", "max"):
+        if f32:
+            return ("FMNMX",)
+        if f64:
+            return ("DMNMX",)
+        if half:
+            return ("HMNMX2",)
+        return ("IMNMX",)
+    if op in ("and", "or", "xor", "not", "cnot", "lop3", "copysign"):
+        return ("LOP3",)
+    if op in ("shl", "shr", "shf"):
+        return ("SHF",)
+    if op in ("popc",):
+        return ("POPC",)
+    if op in ("clz", "bfind"):
+        return ("FLO",)
+    if op == "brev":
+        return ("BREV",)
+    if op in ("bfe", "bfi", "fns"):
+        return ("BMSK", "SHF") if op == "bfe" else ("BMSK", "LOP3") if op == "bfi" else ("POPC",)
+    if op == "prmt":
+        return ("PRMT",)
+    if op in ("dp4a", "dp2a"):
+        return ("IDP.4A",)
+    if op == "sad":
+        return ("VABSDIFF",)
+    if op in ("setp", "set", "testp"):
+        if f32 or op == "testp":
+            return ("FSETP",)
+        if f64:
+            return ("DSETP",)
+        if half:
+            return ("HSETP2",)
+        return ("ISETP", "ISETP") if wide64 else ("ISETP",)
+    if op == "selp":
+        return ("SEL",)
+    if op == "slct":
+        return ("FSEL",)
+    if op in ("rcp", "sqrt", "rsqrt", "sin", "cos", "lg2", "ex2", "tanh"):
+        fn = {"rcp": "RCP", "sqrt": "SQRT", "rsqrt": "RSQ", "sin": "SIN", "cos": "COS", "lg2": "LG2", "ex2": "EX2",
+              "tanh": "TANH"}[op]
+        if f64:
+            if op in ("rcp", "sqrt"):
+                return EXPANSIONS[f"{op}.f64"]
+            return (f"MUFU.{fn}64H",)
+        if "approx" in mods or half or op in ("sin", "cos", "lg2", "ex2", "tanh", "rsqrt"):
+            return ("FMUL", f"MUFU.{fn}") if op in ("sin", "cos") else (f"MUFU.{fn}",)
+        return EXPANSIONS[f"{op}.rn.f32"]
+    if op == "cvt":
+        types = [m for m in mods if m in _TYPES]
+        dst, src = [*types, "", ""][:2]
+        if "pack" in mods or any(x in ("e4m3x2", "e5m2x2", "e2m1x2", "ue8m0x2", "f16x2", "bf16x2") for x in types):
+            return ("F2FP.PACK_AB",)
+        if dst in _FLOATS and src in _FLOATS:
+            if dst == src:
+                return ("FRND",)
+            return ("F2F.F64.F32",) if "f64" in (dst, src) else ("F2FP.BF16.F32.PACK_AB",) if dst in (
+                "bf16", "f16") else ("HADD2.F32",)
+        if dst in _FLOATS:
+            return ("I2F",)
+        if src in _FLOATS:
+            return ("F2I",)
+        return ("I2I",) if "sat" in mods else ("PRMT",)
+    if op in ("mov", "cvta", "isspacep"):
+        return ("MOV",) if op == "mov" else ("IADD3",) if op == "cvta" else ("ISETP",)
+    if op in ("ld", "ldu"):
+        n = access_bytes(ins)
+        if space == "shared":
+            return (_mem_class("LDS", n),)
+        if space == "local":
+            return ("LDL",)
+        if space in ("const", "kparam"):
+            return ("LDC",)
+        if space == "param":
+            return ("MOV",)
+        return (_mem_class("LDG.E", n),)
+    if op == "st":
+        n = access_bytes(ins)
+        if space == "shared":
+            return (_mem_class("STS", n),)
+        if space == "local":
+            return ("STL",)
+        if space == "param":
+            return ("MOV",)
+        return (_mem_class("STG.E", n),)
+    if op == "ldmatrix":
+        return (_mem_class("LDS", access_bytes(ins)),)
+    if op == "stmatrix":
+        return (_mem_class("STS", access_bytes(ins)),)
+    if op in ("atom", "red"):
+        return ("ATOMS",) if space == "shared" else ("ATOMG",) if op == "atom" else ("RED.E",)
+    if op == "shfl":
+        return (f"SHFL.{(mods[1] if len(mods) > 1 and mods[0] == 'sync' else mods[0]).upper()}",)
+    if op in ("vote", "activemask"):
+        return ("VOTE",)
+    if op in ("match", "redux", "elect"):
+        return (op.upper(),)
+    if op in ("bra", "brx"):
+        return ("BRA",)
+    if op in ("exit", "ret", "call", "trap"):
+        return ({"exit": "EXIT", "ret": "RET", "call": "CALL", "trap": "BPT"}[op],)
+    if op in ("membar", "fence"):
+        return ("MEMBAR",)
+    if op == "bar":  # bar.warp.sync
+        return ("WARPSYNC",)
+    return (op.upper(),)
+
+
+def sass_classes(ins: Instruction, space: str = "") -> tuple[str, ...]:
+    """The SASS instruction class(es) one executed PTX instruction counts as (see the module text); ``space``:
+    where a generic load or store went (``"shared"``, ``"global"``, ``"local"``; default: its state space).
+
+    >>> from simtc.ptx.ir import Instruction
+    >>> sass_classes(Instruction("fma.rn.f32")), sass_classes(Instruction("mad.lo.s32"))
+    (('FFMA',), ('IMAD',))
+    >>> sass_classes(Instruction("ld.shared.v4.f32")), sass_classes(Instruction("ex2.approx.ftz.f32"))
+    (('LDS.128',), ('MUFU.EX2',))
+    >>> sass_classes(Instruction("ld.u32"), "global"), sass_classes(Instruction("add.s64"))
+    (('LDG.E.32',), ('IADD3', 'IADD3.X'))
+    """
+    if not space:
+        space = next((m.split("::")[0] for m in ins.modifiers if m.split("::")[0] in
+                      ("global", "shared", "local", "const", "param")), "global")
+    return _classes_of(ins.name, ins, space)
+
+
+# ------------------------------------------------------------------------------------------------------------
+# registers read and written (for the dependency chain)
+# ------------------------------------------------------------------------------------------------------------
+
+def _regs_in(op) -> list[str]:
+    if isinstance(op, Reg):
+        return [op.name]
+    if isinstance(op, Address):
+        return _regs_in(op.base)
+    if isinstance(op, Vector):
+        return [n for it in op.items for n in _regs_in(it)]
+    if isinstance(op, tuple):
+        return [n for it in op for n in _regs_in(it)]
+    return []
+
+
+@functools.lru_cache(maxsize=8192)
+def _deps(ins: Instruction) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(registers read, registers written) of an instruction."""
+    ops = list(ins.operands)
+    reads: list[str] = [ins.guard.reg] if ins.guard is not None else []
+    if ins.opcode in _NO_DST or not ops:
+        return tuple(reads + [n for o in ops for n in _regs_in(o)]), ()
+    dst = ops[0]
+    writes = _regs_in(dst) if not isinstance(dst, Address) else []
+    if isinstance(dst, Address):
+        reads += _regs_in(dst)
+    reads += [n for o in ops[1:] for n in _regs_in(o)]
+    return tuple(reads), tuple(writes)
+
+
+# ------------------------------------------------------------------------------------------------------------
+# the recording
+# ------------------------------------------------------------------------------------------------------------
+
+@frozen
+class Source:
+    """Where a record of a recorded Program came from: its PTX line(s) and CUDA source line(s)."""
+
+    ptx_first: int
+    ptx_last: int
+    ptx_text: str
+    """The PTX text of its (first) instruction."""
+    cuda: str = ""
+    """``file:line`` or ``file:first-last`` from ``.loc`` (``-lineinfo``); "" when the PTX has none."""
+    instructions: int = 1
+    """Warp instructions it stands for (a CudaCoreBlock: every executed PTX instruction in it)."""
+
+    def to_json(self) -> dict:
+        return {"ptx_lines": [self.ptx_first, self.ptx_last], "ptx": self.ptx_text, "cuda": self.cuda,
+                "instructions": self.instructions}
+
+
+@define(eq=False)
+class _Exec:
+    """One executed warp instruction of the recorded CTA."""
+
+    fn: str
+    pc: int
+    ins: Instruction
+    lanes: int
+    records: list = field(factory=list)
+    """(lane, record) the handlers applied while it ran."""
+    smem: list = field(factory=list)
+    """(kind, byte addresses) of its shared-memory accesses (CUDA-core loads/stores only)."""
+    bar: tuple[int, int | None] | None = None
+    """(id, thread count or None: all) of a bar.sync/bar.arrive/bar.red."""
+
+
+class _CtaLog(list):
+    """The list the executor appends the recorded CTA's warp instructions to (see :class:`Recorder`)."""
+
+    def __init__(self, rec: Recorder, cs, keep: bool):
+        super().__init__()
+        self._rec, self._cs, self._keep = rec, cs, keep
+
+    def append(self, item) -> None:
+        self._rec._instruction(self._cs, item)
+        if self._keep:
+            super().append(item)
+
+
+class Recorder:
+    """Record one CTA of a launch (``cta``: its ``%ctaid``, default the first); use it as a context manager around
+    the launch and pass it as ``LaunchOptions(recorder=...)``; then :meth:`program`.
+
+    >>> Recorder((0, 0, 0)).cta_id
+    (0, 0, 0)
+    """
+
+    def __init__(self, cta=(0, 0, 0), *, arch: str = "sm100", kernel: str = ""):
+        self.cta_id = tuple(int(v) for v in (*tuple(cta), 0, 0)[:3])
+        self.warps: dict[int, list[_Exec]] = {}
+        self.nwarps = 0
+        self.threads = 0
+        self.arch = arch
+        self.kernel = kernel
+        self.ctas = 1
+        self.seen = False
+        self._log: list | None = None
+        self._ctx = None
+        self._pos = 0
+        self._cur: tuple[int, _Exec] | None = None
+        self._stop = None
+
+    # ---- the launch's hooks ------------------------------------------------------------------------------
+    def __enter__(self) -> Recorder:
+        from simtc.ptx import async_ops
+
+        self._ctx = async_ops.issued()
+        self._log = self._ctx.__enter__()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._flush()
+        if self._stop is not None:
+            self._stop()
+            self._stop = None
+        if self._ctx is not None:
+            self._ctx.__exit__(*exc)
+            self._ctx = None
+
+    def cta(self, cs, trace):
+        """The executor's per-CTA hook: the recorded CTA gets a recording list, the others keep ``trace``."""
+        if tuple(cs.ctaid) != self.cta_id:
+            if self.seen:
+                self._flush()
+            return trace
+        if self._log is None:
+            raise SimtcError("a Recorder records inside its with-block (with Recorder() as rec: launch(...))",
+                             rule="Recorder is a context manager around the launch")
+        self.seen = True
+        grid = getattr(cs.launch, "grid", (1, 1, 1))
+        self.ctas = int(grid[0]) * int(grid[1]) * int(grid[2])
+        self.nwarps = len(cs.warps)
+        self.threads = sum(int(np.count_nonzero(w.live)) for w in cs.warps)
+        self._pos = len(self._log)
+        self._stop = cs.cta.observe(self._smem)
+        return _CtaLog(self, cs, trace is not None)
+
+    def _smem(self, kind: str, record, region) -> None:
+        cur = self._cur
+        if record is None and cur is not None and cur[1].ins.opcode in _MEMORY:
+            cur[1].smem.append((kind, np.asarray(region.addresses, dtype=np.int64)))
+
+    def _flush(self) -> None:
+        """Give the records the handlers applied since the last mark to the instruction that ran them."""
+        log = self._log
+        if log is None or self._cur is None:
+            return
+        wid, ex = self._cur
+        for ctaid, rwid, lane, rec in log[self._pos:]:
+            if tuple(ctaid) != self.cta_id:
+                continue
+            if rwid != wid and type(rec).__name__ == "WgmmaMmaAsync":  # one record for the four warps
+                for w in range(4 * (rwid // 4), 4 * (rwid // 4) + 4):
+                    mine = self.warps.get(w)
+                    if w != wid and mine:
+                        mine[-1].records.append((lane, rec))
+            ex.records.append((lane, rec))
+        self._pos = len(log)
+
+    def _instruction(self, cs, item) -> None:
+        self._flush()
+        wid, _fn, pc, bits = item
+        w = cs.warps[wid]
+        f = w.frames[-1]
+        ins = f.code.fn.body[pc]
+        mine = self.warps.setdefault(wid, [])
+        if mine and mine[-1].pc == pc and mine[-1].fn == _fn:
+            mine.pop()  # the warp waited at this instruction and runs it again: the earlier attempt did nothing
+        ex = _Exec(_fn, pc, ins, bin(bits).count("1"))
+        if ins.opcode in ("bar", "barrier") and (not ins.modifiers or ins.modifiers[0] != "warp"):
+            ex.bar = self._bar_operands(ins, f, bits)
+        mine.append(ex)
+        self._cur = (wid, ex)
+
+    def _bar_operands(self, ins: Instruction, f, bits: int) -> tuple[int, int | None]:
+        ops = list(ins.operands)
+        if "red" in ins.modifiers:
+            ops = ops[1:-1]
+        lane = (bits & -bits).bit_length() - 1 if bits else 0
+
+        def value(o) -> int:
+            if isinstance(o, Imm):
+                return int(o.value)
+            slot = f.code.reg_index[o.name]
+            return int(f.regs[slot][lane])
+        bid = value(ops[0]) if ops else 0
+        count = value(ops[1]) if len(ops) > 1 else None
+        return bid, count
+
+    # ---- the Program -------------------------------------------------------------------------------------
+    def program(self, name: str | None = None) -> Recorded:
+        """The recorded CTA as a Program (see the module text) with its side table of sources."""
+        from simtc.isa.program import Barrier, Program, Role
+
+        if not self.seen:
+            raise SimtcError(f"block {self.cta_id} was not executed by the launch (the grid does not have it)",
+                             rule="the recorded CTA is in the grid")
+        streams: dict[int, list[tuple]] = {}
+        for wid in range(self.nwarps):
+            streams[wid] = list(_stream(self.warps.get(wid, []), self.arch, self.nwarps))
+        groups: dict[tuple, list[int]] = {}
+        for wid, st in streams.items():
+            if not st:
+                continue
+            groups.setdefault(tuple(r for r, _ in st), []).append(wid)
+        roles, sources = [], {}
+        for recs, wids in groups.items():
+            rname = f"warp{wids[0]}" if len(wids) == 1 else _warps_name(wids)
+            roles.append(Role(rname, tuple(wids), recs))
+            for i, (_, src) in enumerate(streams[wids[0]]):
+                sources[(rname, i)] = src
+        if not roles:
+            raise SimtcError("the recorded CTA issued nothing", rule="a recorded CTA has instructions")
+        barriers, counts, named = [], {}, {}
+        from simtc.isa.mbarrier import MbarrierInit
+        from simtc.isa.sync import BarArrive, BarSync, named_barrier_key
+
+        for role in roles:
+            for rec in role.records:
+                if isinstance(rec, MbarrierInit):
+                    counts.setdefault(rec.bar, set()).add(rec.count)
+                elif isinstance(rec, BarSync | BarArrive):
+                    named.setdefault(rec.id, set()).add(rec.threads)
+        for bar, cs in sorted(counts.items()):
+            if len(cs) == 1:
+                addr = int(bar.split("@", 1)[1], 16) if bar.startswith("mbar@") else None
+                barriers.append(Barrier(bar, "mbarrier", next(iter(cs)), addr=addr))
+        for bid, ts in sorted(named.items()):
+            if len(ts) == 1:
+                barriers.append(Barrier(named_barrier_key(bid), "named", next(iter(ts)), id=bid))
+        c = self.cta_id
+        prog = Program(name or self.kernel or "kernel", tuple(roles), tuple(barriers),
+                       description=f"block ({c[0]},{c[1]},{c[2]}) of {self.kernel or 'the kernel'} as simtc's PTX "
+                                   "executor ran it: each warp's records in issue order",
+                       meta=(("source", "executed PTX (simtc.ptx.recording)"), ("cta", f"{c[0]},{c[1]},{c[2]}"),
+                             ("arch", self.arch), ("cuda_core_costs", COSTS)))
+        return Recorded(prog, sources, self.arch, self.ctas)
+
+
+def _warps_name(wids: list[int]) -> str:
+    if wids == list(range(wids[0], wids[-1] + 1)):
+        return f"warps{wids[0]}-{wids[-1]}"
+    return "warps" + "_".join(map(str, wids))
+
+
+def _cuda(ins_list) -> str:
+    locs = [i.loc for i in ins_list if i.loc is not None and i.loc.line > 0]  # (line 0: no source line)
+    if not locs:
+        return ""
+    files = {loc.file for loc in locs}
+    lines = sorted({loc.line for loc in locs})
+    base = os.path.basename(locs[0].file)
+    if len(files) > 1:
+        return f"{base}:{locs[0].line} (+{len(files) - 1} file(s))"
+    return f"{base}:{lines[0]}" if len(lines) == 1 else f"{base}:{lines[0]}-{lines[-1]}"
+
+
+def _label(src: Source) -> str:
+    where = f"PTX {src.ptx_first}" if src.ptx_first == src.ptx_last else f"PTX {src.ptx_first}-{src.ptx_last}"
+    return f"{where}" + (f" | {src.cuda}" if src.cuda else "")
+
+
+_ELECTED_KEEP = frozenset(("Mma", "Cp", "Commit", "MbarrierInit", "MbarrierArriveExpectTx", "CpAsyncBulkTensor",
+                           "CpAsyncBulkTensorStore", "CpAsyncBulk", "BulkCommitGroup", "BulkWaitGroupRead"))
+
+
+def _records_of(ex: _Exec) -> list:
+    """An instruction's records as the warp issues them: per-thread issues of elected records kept (each thread
+    issues its own), the per-lane copies of a warp-wide record merged, an mbarrier.arrive's arrivals summed."""
+    from simtc.isa.mbarrier import MbarrierArrive, MbarrierArriveExpectTx
+
+    out: list = []
+    arrivals: dict[str, int] = {}
+    for _lane, rec in ex.records:
+        cls = type(rec).__name__
+        if cls in _ELECTED_KEEP:
+            out.append(rec)
+        elif isinstance(rec, MbarrierArrive):
+            if rec.bar not in arrivals:
+                out.append(rec.bar)  # its place
+            arrivals[rec.bar] = arrivals.get(rec.bar, 0) + rec.count
+        elif rec not in out:
+            out.append(rec)
+    final = []
+    for r in out:
+        if isinstance(r, str):  # the engine counts count x threads arrivals of a warp (threads 32)
+            q, rem = divmod(arrivals[r], 32)
+            if q:
+                final.append(MbarrierArrive(r, q))
+            final += [MbarrierArriveExpectTx(r, 0, label="one thread's arrival")] * rem
+        else:
+            final.append(r)
+    return final
+
+
+def _stream(execs: list[_Exec], arch: str, nwarps: int) -> Iterator[tuple]:
+    """(record, Source) of one warp, in issue order."""
+    from simtc.isa.sync import BarArrive, BarSync
+
+    block: list[_Exec] = []
+    for ex in execs:
+        recs = _records_of(ex)
+        if ex.bar is not None:
+            bid, count = ex.bar
+            threads = count if count is not None else 32 * nwarps
+            recs = [(BarArrive if "arrive" in ex.ins.modifiers else BarSync)(bid, threads)]
+        if not recs:  # CUDA-core work (and async-unit instructions without a record: pending_count, ...)
+            block.append(ex)
+            continue
+        if block:
+            yield _block(block, arch)
+            block = []
+        src = Source(ex.ins.line, ex.ins.line, ex.ins.text or ex.ins.name, _cuda([ex.ins]))
+        for rec in recs:
+            yield attrs.evolve(rec, label=_label(src) + (f" ({rec.label})" if rec.label else "")), src
+    if block:
+        yield _block(block, arch)
+
+
+@functools.lru_cache(maxsize=1024)
+def _latency(cls: str, arch: str) -> int:
+    """The engine's latency of one instruction of ``cls`` on a dependent chain (a global load: the DRAM latency,
+    for choosing the chain; the engine itself waits for it)."""
+    from simtc.engine.issue import block_cost, memory_access
+    from simtc.engine.parameters import Timing
+    from simtc.isa.cuda_core import CudaCoreBlock
+
+    t = Timing(arch)
+    mem = memory_access(cls)
+    if mem is not None and mem[0] == "gmem":
+        return int(t["dram_latency"]) if mem[1] else 0
+    return block_cost(CudaCoreBlock("latency", ((cls, 1),), chain=((cls, 1),)), t).chain
+
+
+def _wavefronts(addrs: np.ndarray, width: int) -> int:
+    from simtc.smem.banks import bank_conflicts
+
+    a = addrs
+    if width < 4:
+        a, width = a - a % 4, 4
+    if width not in (4, 8, 16):
+        width = 16
+    return sum(bank_conflicts(a[i:i + 32], width=width).wavefronts for i in range(0, len(a), 32))
+
+
+def _block(execs: list[_Exec], arch: str) -> tuple:
+    from simtc.isa.cuda_core import CudaCoreBlock
+    from simtc.isa.footprint import coalesce
+
+    counts: dict[str, int] = {}
+    depth: dict[str, tuple[int, tuple | None]] = {}
+    best: tuple[int, tuple | None] = (0, None)
+    reads: list[np.ndarray] = []
+    writes: list[np.ndarray] = []
+    wavefronts = 0
+    for ex in execs:
+        ins = ex.ins
+        space = ""
+        if ins.opcode in _MEMORY:
+            space = "shared" if ex.smem else ("" if any(m.split("::")[0] in ("global", "local", "const", "param")
+                                                       for m in ins.modifiers) else "global")
+            width = 16 if ins.opcode in ("ldmatrix", "stmatrix") else access_bytes(ins)  # (ldmatrix: 16 B rows)
+            for kind, a in ex.smem:
+                (reads if kind == "smem.read" else writes).append(a)
+                counted = kind == "smem.read" or ins.opcode not in ("atom", "red")  # an atomic: once
+                if counted and a.size and a.size % width == 0:
+                    wavefronts += _wavefronts(a.reshape(-1, width)[:, 0], width)
+        classes = sass_classes(ins, space)
+        for c in classes:
+            counts[c] = counts.get(c, 0) + 1
+        rd, wr = _deps(ins)
+        d, node = max((depth.get(r, (0, None)) for r in rd), key=lambda x: x[0], default=(0, None))
+        for c in classes:
+            d += _latency(c, arch)
+            node = (c, node)
+        for r in wr:
+            depth[r] = (d, node)
+        if d > best[0]:
+            best = (d, node)
+    chain: dict[str, int] = {}
+    node = best[1]
+    while node is not None:
+        chain[node[0]] = chain.get(node[0], 0) + 1
+        node = node[1]
+    first = execs[0].ins
+    lines = [e.ins.line for e in execs]
+    src = Source(min(lines), max(lines), first.text or first.name, _cuda([e.ins for e in execs]), len(execs))
+    rec = CudaCoreBlock(
+        f"ptx_{min(lines)}_{max(lines)}", tuple(counts.items()),
+        smem_reads=coalesce(np.concatenate(reads)) if reads else (),
+        smem_writes=coalesce(np.concatenate(writes)) if writes else (),
+        chain=tuple((c, n) for c, n in chain.items() if c in counts),
+        wavefronts=wavefronts, label=f"{_label(src)}: {len(execs)} PTX instructions (PTX-derived cost)")
+    return rec, src
+
+
+# ------------------------------------------------------------------------------------------------------------
+# the Program on the engine
+# ------------------------------------------------------------------------------------------------------------
+
+@frozen
+class Recorded:
+    """A recorded CTA: its Program, where each record came from, and the engine architecture it runs on."""
+
+    program: object
+    sources: dict = field(eq=False, repr=False)
+    """``(role, record index)`` -> :class:`Source`."""
+    arch: str = "sm100"
+    ctas: int = 1
+    """CTAs of the launch's grid (the engine's ``active_sms``: one CTA per SM, at most every SM)."""
+
+    def source(self, role: str, index: int) -> Source | None:
+        return self.sources.get((role, index))
+
+
+@define(eq=False)
+class EngineRun:
+    """A recorded Program run on simtc's engine (timing mode) to its end."""
+
+    recorded: Recorded
+    engine: object
+
+    @property
+    def program(self):
+        return self.recorded.program
+
+    @property
+    def cycles(self) -> int:
+        return int(self.engine.cycles)
+
+    @property
+    def hazards(self) -> list:
+        return list(self.engine.hazards)
+
+    @property
+    def clean(self) -> bool:
+        return bool(self.engine.clean)
+
+    def summary(self) -> dict:
+        """The engine's summary (cycles, hazards, deadlock, per role, units) and the Program's counts."""
+        return dict(self.engine.summary(), arch=self.recorded.arch, program=self.program.name,
+                    roles={r.name: list(r.warps) for r in self.program.roles}, counts=self.program.counts())
+
+    def stepper(self):
+        """A :class:`simtc.engine.stepper.Stepper` over a fresh run of the Program."""
+        from simtc.engine.stepper import Stepper
+
+        return Stepper.for_program(self.program, mode="timing", arch=self.recorded.arch)
+
+    def schedules(self, n: int, seed: int = 0):
+        """The checker under ``n`` schedules (:func:`simtc.engine.schedules.explore`)."""
+        from simtc.engine.parameters import Timing
+        from simtc.engine.schedules import explore
+
+        return explore(self.program, n, seed, timing=Timing(self.recorded.arch), mode="timing")
+
+
+def arch_of(module) -> str:
+    """The engine table for a module's ``.target`` (``sm_90a`` -> ``"sm90"``; ``sm_100a`` and any other -> ``"sm100"``).
+
+    >>> from simtc.ptx.ir import Module
+    >>> arch_of(Module(target=("sm_90a",))), arch_of(Module(target=("sm_100a",)))
+    ('sm90', 'sm100')
+    """
+    from simtc.smem.desc import arch_name
+
+    target = getattr(module, "target", ()) or ()
+    for t in target:
+        try:
+            return arch_name(t)
+        except SimtcError:
+            continue
+    return "sm100"
+
+
+def active_sms(recorded: Recorded) -> int:
+    """SMs that share HBM with the recorded CTA: one per CTA of the grid, at most the chip's ``sm_count``
+    (simtc's assumption: a CTA per SM, the grid in one wave)."""
+    from simtc.engine.parameters import Timing
+
+    return max(1, min(int(recorded.ctas), int(Timing(recorded.arch)["sm_count"])))
+
+
+def run_engine(recorded: Recorded) -> EngineRun:
+    """Run a recorded Program on the engine to its end (timing mode, the hazard checker on). The SMs sharing HBM
+    are the grid's CTAs, one per SM, at most every SM (:func:`active_sms`)."""
+    from simtc.engine.core import Engine
+
+    eng = Engine(recorded.program, mode="timing", arch=recorded.arch, active_sms=active_sms(recorded))
+    eng.run()
+    return EngineRun(recorded, eng)
