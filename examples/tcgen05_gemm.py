@@ -167,7 +167,7 @@ def tensor_images(a: np.ndarray, b: np.ndarray) -> dict[str, np.ndarray]:
 
 def run(program: isa.Program, a: np.ndarray, b: np.ndarray, observers=()):
     """Run ``program`` on the engine in semantics mode with A and B as its TMA sources; returns the engine
-    (``observers``: more observers of the run, e.g. a :class:`simtc.engine.hazard_groups.SyncLog`)."""
+    (``observers``: more observers of the run, e.g. a :class:`simtc.engine.checker.CheckLog`)."""
     from simtc.engine import Engine
     from simtc.semantics import Cta
 
@@ -214,16 +214,15 @@ def main(argv=None) -> int:
         print(f"wrote {out / 'A.npy'} and {out / 'B.npy'}")
     if args.write_json:
         return 0
-    from simtc.engine.hazard_groups import SyncLog, group_hazards
+    from simtc.engine.hazard_groups import group_hazards
     from simtc.numerics import tensor_core_mma
 
     counts = ", ".join(f"{n} {op}" for op, n in program.counts().items())
     print(f"{program.name}: {len(program.roles)} roles, {len(program)} records ({counts})")
-    log = SyncLog()
-    eng = run(program, a, b, observers=[log])
+    eng = run(program, a, b)
     print(f"ran {eng.cycles} cycles, {len(eng.trace)} events")
     if eng.hazards or eng.deadlock:
-        groups = group_hazards(eng.hazards, eng.warps, log)
+        groups = group_hazards(eng.hazards, eng.checker)
         print(f"{len(eng.hazards)} hazards in {len(groups)} group(s) (root causes):")
         for g in groups:
             print("\n".join(g.lines()))

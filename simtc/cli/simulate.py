@@ -205,7 +205,7 @@ def run(args) -> int:
     from simtc.cli._common import emit_json, write_svg
     from simtc.cli._step import check_arguments
     from simtc.engine.core import Engine
-    from simtc.engine.hazard_groups import SyncLog, group_hazards
+    from simtc.engine.hazard_groups import group_hazards
     from simtc.render.timeline import TimelineView
 
     check_arguments(args)
@@ -229,10 +229,9 @@ def run(args) -> int:
         cta = _semantics_setup(program, tensors) if mode == "semantics" else None
         return run_stepper(Stepper.for_program(program, mode=mode, arch=args.arch, cta=cta), args)
     cta = _semantics_setup(program, tensors) if mode == "semantics" else None
-    log = SyncLog()
-    eng = Engine(program, mode=mode, arch=args.arch, cta=cta, observers=[log])
+    eng = Engine(program, mode=mode, arch=args.arch, cta=cta)
     eng.run(until=args.until)
-    groups = group_hazards(eng.hazards, eng.warps, log)
+    groups = group_hazards(eng.hazards, eng.checker)
     summary = eng.summary()
     summary["hazard_groups"] = [g.to_json() for g in groups]
     summary["mode"] = mode

@@ -42,11 +42,27 @@ What a warp knows (PTX ISA 9.0 §9.7.16.6, tcgen05 memory consistency; §8, the 
 A warp knows that its ``wgmma.mma_async`` (and their shared-memory operand reads) completed once a
 ``wgmma.wait_group`` has retired their commit group.
 
+What the checker computes is kept for queries after the run (:mod:`simtc.engine.hazard_groups` derives the
+missing synchronisation of each hazard from it, with no rules of its own):
+
+* ``completions[(warp, record)]`` -> ``(key, seq)``: a warp knows that the record completed once its ``vc`` holds
+  ``key`` at ``seq`` or more (the record's own entry: ``(TC, warp)`` for an MMA, ``(LD, warp)`` for a
+  ``tcgen05.ld``, ``(TMA, warp, barrier)`` for a TMA load, ...; a record without one: the warp's next signal,
+  ``(EV, warp)``);
+* ``signals``: each arrival as it landed (:class:`Signal`: the record, the mbarrier phase it counted towards or
+  the named barrier's release, and the ``vc`` it carried);
+* ``lessons``: each passed wait and named-barrier release (:class:`Lesson`: the record, the phase it observed,
+  and the ``vc`` it joined into the warp's);
+* :meth:`HazardChecker.learned` (where each warp first learned that a record completed) and
+  :meth:`HazardChecker.carried` (which of the record's own warp's signals carried its completion) query them.
+
 The checker needs no engine: :class:`CheckLog` records the calls of a run (``Engine(..., observers=[log])``)
 and :meth:`HazardChecker.replay` runs a fresh checker over the recording -- the same hazards as a live check.
 """
 
 from __future__ import annotations
+
+from attrs import field, frozen
 
 from simtc.engine.hazards import Hazard
 from simtc.engine.ops import (
@@ -79,7 +95,8 @@ from simtc.engine.ops import (
     K_WGMMA_WAIT,
 )
 
-__all__ = ["BULK", "EV", "GEN", "LD", "PGEN", "ST", "TC", "TCI", "TMA", "CheckLog", "HazardChecker"]
+__all__ = ["BULK", "EV", "GEN", "LD", "PGEN", "ST", "TC", "TCI", "TMA", "CheckLog", "HazardChecker", "Lesson",
+           "Signal"]
 
 # knowledge-domain tags (keys of the vector clocks are (tag, warp) or (tag, warp, barrier)):
 # TC completed tensor-pipe ops (mma, cp, wgmma), TCI issued ones (ordering for pipelined pairs only), LD / ST
@@ -97,6 +114,31 @@ def _join(dst: dict, src: dict) -> None:
     for k, v in src.items():
         if v > get(k, 0):
             dst[k] = v
+
+
+@frozen
+class Signal:
+    """An arrival as it landed: record ``record`` of warp ``warp`` counted towards phase ``phase`` of mbarrier
+    ``barrier`` (a named barrier: ``"bar N"`` and its release number), carrying the vector clock ``knows``."""
+
+    warp: int
+    record: int
+    barrier: str
+    phase: int
+    knows: dict = field(eq=False, repr=False)
+
+
+@frozen
+class Lesson:
+    """A passed wait: warp ``warp``'s record ``record`` observed phase ``phase`` of ``barrier`` (a named barrier's
+    release: ``"bar N"``, the release number, the warp's arriving record) and joined the vector clock ``knows``
+    into its own (what every completed phase carried; the release: what its arrivals carried)."""
+
+    warp: int
+    record: int
+    barrier: str
+    phase: int
+    knows: dict = field(eq=False, repr=False)
 
 
 class _Knows:
@@ -147,8 +189,12 @@ class HazardChecker:
         self._keys: set = set()
         self._now = 0
         self._mbar: dict[str, list[dict]] = {}  # name -> [cur_vc, cur_tc, done_vc, done_tc]
-        self._carried: dict[int, tuple[dict, dict]] = {}  # arrival token -> (vc, tc) it carries
-        self._nbar: dict[int, list[dict]] = {}  # id -> [vc, tc]
+        self._carried: dict[int, tuple] = {}  # arrival token -> (vc, tc) it carries, (warp, record) sending it
+        self._nbar: dict[int, list] = {}  # id -> [vc, tc, [(warp, record, vc) of each arrival]]
+        self._releases: dict[int, int] = {}  # named barrier -> releases so far
+        self.completions: dict[tuple[int, int], tuple[tuple, int]] = {}  # the exposed knowledge (module text)
+        self.signals: list[Signal] = []
+        self.lessons: list[Lesson] = []
         self._phases: dict[str, int] = {}  # mbarrier -> phases completed
         self._parity: dict[str, list] = {}  # mbarrier -> parity checks waiting for its next phase
         self._acc: dict[int, tuple | None] = {}
@@ -408,8 +454,7 @@ class HazardChecker:
             return
         me = (w.role, w.warp, i)
         if op.kind == K_INIT:
-            k.gen_seq += 1
-            self._inits[bar] = ((GEN, w.idx), k.gen_seq, w.idx, i)
+            self._inits[bar] = ((GEN, w.idx), self._generic(w, i, k), w.idx, i)
             return
         init = self._inits.get(bar)
         if init is None:
@@ -435,6 +480,13 @@ class HazardChecker:
                 return
 
     # ------------------------------------------------------------------ the observer interface
+    def _generic(self, w, i: int, k: _Knows) -> int:
+        """Record ``i`` of warp ``w`` is its next generic access (shared memory, mbarrier.init): its sequence
+        number, whose knowledge is the record's completion."""
+        k.gen_seq += 1
+        self.completions[(w.idx, i)] = ((GEN, w.idx), k.gen_seq)
+        return k.gen_seq
+
     def on_issue(self, cycle: int, w, i: int, op, token: int | None = None) -> None:
         """Warp ``w`` issues its record ``i`` (``token``: the id of the arrival it will make, if any)."""
         self._now = cycle
@@ -443,13 +495,14 @@ class HazardChecker:
         if op.quad_bad:
             self._hazard("lane-quadrant", None, me, op.quad_bad)
         kind = op.kind
+        done = self.completions
+        done[(w.idx, i)] = ((EV, w.idx), k.ev + 1)  # no access of its own: known with the warp's next signal
         if op.bar is not None:
             self._barrier_use(w, i, op, k)
         if kind == K_ST_SHARED:
-            k.gen_seq += 1
-            self._smem_write(w, i, op.smem_w, (GEN, w.idx), k.gen_seq)
+            self._smem_write(w, i, op.smem_w, (GEN, w.idx), self._generic(w, i, k))
         elif kind == K_LD_SHARED:
-            k.gen_seq += 1
+            self._generic(w, i, k)
             self._smem_read(w, i, op.smem_r, False)
             self._smem_add_reader(w, i, op.smem_r, (GEN, w.idx), k.gen_seq, self.smem_g)
         elif kind == K_TMA_LOAD:
@@ -457,11 +510,13 @@ class HazardChecker:
             k.tma_seq[op.bar] = s
             k.ev += 1
             key = (TMA, w.idx, op.bar)
+            done[(w.idx, i)] = (key, s)
             self._smem_write(w, i, op.smem_w, key, s)
-            self._carried[token] = ({key: s, (EV, w.idx): k.ev}, {key: s})
+            self._carried[token] = ({key: s, (EV, w.idx): k.ev}, {key: s}, w.idx, i)
         elif kind in (K_MMA, K_CP, K_WGMMA):
             k.tc_seq += 1
             key = (TC, w.idx)
+            done[(w.idx, i)] = (key, k.tc_seq)
             if op.smem_r:
                 self._smem_read(w, i, op.smem_r, True, tcgen05=kind != K_WGMMA)
                 self._smem_add_reader(w, i, op.smem_r, key, k.tc_seq, self.smem_r)
@@ -476,10 +531,10 @@ class HazardChecker:
             vc = k.vc
             vc[(GEN, w.idx)] = k.gen_seq
             vc[(EV, w.idx)] = k.ev
-            self._carried[token] = (dict(vc), dict(k.pub))
+            self._carried[token] = (dict(vc), dict(k.pub), w.idx, i)
         elif kind == K_CUDA:
             if op.smem_r or op.smem_w:
-                k.gen_seq += 1
+                self._generic(w, i, k)
             if op.smem_r:
                 self._smem_read(w, i, op.smem_r, False)
                 self._smem_add_reader(w, i, op.smem_r, (GEN, w.idx), k.gen_seq, self.smem_g)
@@ -491,16 +546,19 @@ class HazardChecker:
             k.vc[(EV, w.idx)] = k.ev
             nb = self._nbar.get(op.arg[0])
             if nb is None:
-                nb = self._nbar[op.arg[0]] = [{}, {}]
+                nb = self._nbar[op.arg[0]] = [{}, {}, []]
             _join(nb[0], k.vc)
             _join(nb[1], k.pub)
+            nb[2].append((w.idx, i, dict(k.vc)))
         elif kind == K_LD:
             k.ld_seq += 1
+            done[(w.idx, i)] = ((LD, w.idx), k.ld_seq)
             self._tmem_read(w, i, op, op.tmem_r, False)
             self._tmem_add_reader(w, i, op.tmem_r, (LD, w.idx), k.ld_seq)
             self._check_alloc(op, me)
         elif kind == K_ST:
             k.st_seq += 1
+            done[(w.idx, i)] = ((ST, w.idx), k.st_seq)
             self._tmem_write(w, i, op, op.tmem_w, (ST, w.idx), k.st_seq, False)
             self._check_alloc(op, me)
         elif kind == K_PROXY_FENCE:  # the generic writes this warp made or knows of, ordered before its async-
@@ -530,9 +588,10 @@ class HazardChecker:
             vc = dict(k.vc)
             vc[(TC, w.idx)] = k.tc_seq
             vc[(EV, w.idx)] = k.ev
-            self._carried[token] = (vc, tc)
+            self._carried[token] = (vc, tc, w.idx, i)
         elif kind == K_TMA_STORE:
             k.bulk_seq += 1
+            done[(w.idx, i)] = ((BULK, w.idx), k.bulk_seq)
             self._smem_read(w, i, op.smem_r, True)
             self._smem_add_reader(w, i, op.smem_r, (BULK, w.idx), k.bulk_seq, self.smem_r)
         elif kind == K_BULK_COMMIT:
@@ -554,8 +613,7 @@ class HazardChecker:
                 k.bulk_groups = k.bulk_groups[len(groups):]
         elif kind == K_ALLOC:  # the allocated address is written to shared memory, in the warp's program order
             if op.smem_w:  # for its non-tcgen05 accesses (PTX ISA 9.0 §9.7.16.6.1)
-                k.gen_seq += 1
-                self._smem_write(w, i, op.smem_w, (GEN, w.idx), k.gen_seq)
+                self._smem_write(w, i, op.smem_w, (GEN, w.idx), self._generic(w, i, k))
         elif kind == K_DEALLOC:
             self._dealloc(w, i, op)
         # K_INIT (above), K_RELINQUISH: the engine reports what their state machines refuse (on_violation)
@@ -568,7 +626,8 @@ class HazardChecker:
         mb = self._mbar.get(bar)
         if mb is None:
             mb = self._mbar[bar] = [{}, {}, {}, {}]
-        vc, tc = knowledge
+        vc, tc, owner, index = knowledge
+        self.signals.append(Signal(owner, index, bar, self._phases.get(bar, 0), vc))
         if vc:
             _join(mb[0], vc)
         if tc:
@@ -585,6 +644,7 @@ class HazardChecker:
         checks = self._parity.pop(bar, None)
         if checks:
             self._check_parity(bar, phase, mb[0], checks)
+        mb[2] = dict(mb[2])  # a new dict each phase: the one a wait saw stays as it saw it (Lesson.knows)
         _join(mb[2], mb[0])
         _join(mb[3], mb[1])
         mb[0], mb[1] = {}, {}
@@ -622,6 +682,7 @@ class HazardChecker:
             k.consumed[bar] = (observed, k.ev, i)
         if observed >= 0:
             mb = self._mbar.get(bar)
+            self.lessons.append(Lesson(w.idx, i, bar, observed, {} if mb is None else mb[2]))
             if mb is not None:
                 _join(k.vc, mb[2])
                 _join(k.pend, mb[3])
@@ -633,9 +694,16 @@ class HazardChecker:
         nb = self._nbar.pop(bar_id, None)
         if nb is None:
             return
+        n = self._releases.get(bar_id, 0)
+        self._releases[bar_id] = n + 1
+        name = f"bar {bar_id}"
+        self.signals += [Signal(owner, index, name, n, vc) for owner, index, vc in nb[2]]
         smem = _smem_keys(nb[0])
+        last = {owner: index for owner, index, _vc in nb[2]}  # each warp's arriving record (its last)
         for w in waiters:
             k = self.knows[w.idx]
+            if w.idx in last:
+                self.lessons.append(Lesson(w.idx, last[w.idx], name, n, nb[0]))
             _join(k.vc, nb[0])
             _join(k.pend, nb[1])
             _join(k.pub, nb[1])
@@ -653,6 +721,29 @@ class HazardChecker:
 
     def on_end(self, cycle: int) -> None:
         self._now = cycle
+
+    # ------------------------------------------------------------------ the knowledge, queried after the run
+    def learned(self, owner: int, index: int) -> dict[int, Lesson]:
+        """Where each warp first learned that record ``index`` of warp ``owner`` completed through a wait: warp ->
+        the first :class:`Lesson` (passed wait or named-barrier release) whose knowledge holds the record's
+        completion (none: no wait carried it to the warp; its own synchronous records it knows in program order
+        too)."""
+        key, seq = self.completions.get((owner, index), (None, 0))
+        first: dict[int, Lesson] = {}
+        if key is None:
+            return first
+        for lesson in self.lessons:
+            if lesson.warp not in first and lesson.knows.get(key, 0) >= seq:
+                first[lesson.warp] = lesson
+        return first
+
+    def carried(self, owner: int, index: int) -> list[Signal]:
+        """The signals of warp ``owner`` that carried the completion of its record ``index`` (in record order)."""
+        key, seq = self.completions.get((owner, index), (None, 0))
+        if key is None:
+            return []
+        mine = [s for s in self.signals if s.warp == owner and s.knows.get(key, 0) >= seq]
+        return sorted(mine, key=lambda s: s.record)
 
     # ------------------------------------------------------------------ a recorded run
     @classmethod
