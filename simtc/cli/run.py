@@ -15,10 +15,19 @@ that fits 32 bits either way, ``.f32``: a finite float that fits; hex ``0x..`` f
 array argument is written to ``DIR/NAME.npy`` (NAME as given). ``--smem N`` above 48 KiB raises the kernel's
 ``max_dynamic_shared_size_bytes`` first, as a host program must.
 
+Time and tools: ``--timing`` records one CTA (the first, or ``--cta X,Y,Z``) as a :class:`simtc.isa.Program`
+(:mod:`simtc.ptx.recording`: each warp's records in issue order, CUDA-core work as blocks with PTX-derived costs)
+and runs it on simtc's engine: its cycles and the hazard checker's report are printed. ``--step [N]`` /
+``--step-to N [--json]`` step through that run as ``simtc simulate`` does (each event names its PTX line and CUDA
+line), ``--trace F.json`` writes it as a Chrome/Perfetto trace, ``--schedules N [--schedule-seed S]`` runs the
+checker under N schedules; each implies ``--timing``. With ``--timing`` the exit status is 1 when the checker
+reports a hazard or a deadlock.
+
 Exit status: 0 when the kernel ran; 1 on a fault while it ran (one line naming the thread, the PTX line and the
 CUDA source line); 2 on bad usage or input (one ``simtc: error: ... [rule: ...]`` line). ``--json`` prints
 ``{"kernel", "grid", "block", "shared_mem", "result", "outputs"}``: ``result`` is the executor's launch result
-(instruction counts, ``printf`` lines, notes) and ``outputs`` maps each array argument to the file written.
+(instruction counts, ``printf`` lines, notes) and ``outputs`` maps each array argument to the file written; with
+``--timing`` also ``timing`` (program, arch, cycles, hazards, deadlock, roles, counts, per role, units).
 """
 
 from __future__ import annotations
@@ -33,7 +42,6 @@ __all__ = ["cuda_param_names", "register", "run"]
 
 _DIMS = "a grid or block is 1 to 3 comma-separated sizes >= 1, X[,Y,Z]"
 _ARG_RULE = "--arg NAME=FILE.npy|NUMBER gives one kernel parameter, NAME its index, PTX name or CUDA name"
-_LATER = {"step": "--step", "step_to": "--step-to", "trace": "--trace", "schedules": "--schedules"}
 
 
 def register(sub) -> None:
@@ -63,14 +71,23 @@ def register(sub) -> None:
                         "default: none)")
     p.add_argument("--backend", choices=("nvrtc", "nvcc"), default="nvrtc", help="compiler for a .cu file")
     p.add_argument("--json", action="store_true", help="print the launch result and the outputs as JSON")
-    later = p.add_argument_group("not yet (the executor does not feed the engine yet)")
-    later.add_argument("--step", action="store_true", help="step through the run (not yet)")
-    later.add_argument("--step-to", type=int, default=None, metavar="N",
-                       help="the state at step N (not yet; default: none)")
-    later.add_argument("--trace", default=None, metavar="F.json",
-                       help="a Perfetto trace of the run (not yet; default: none)")
-    later.add_argument("--schedules", type=int, default=None, metavar="N",
-                       help="run N schedules (not yet; default: one)")
+    from simtc.cli._common import output_path
+    from simtc.cli._step import add_arguments as add_step_arguments
+
+    eng = p.add_argument_group("time on simtc's engine (one CTA recorded as a Program: simtc.ptx.recording)")
+    eng.add_argument("--timing", action="store_true",
+                     help="record one CTA and run it on the engine: its cycles and the hazard checker's report "
+                          "(implied by --step, --step-to, --trace and --schedules)")
+    eng.add_argument("--cta", type=int_list(0, 2**31 - 2, "a block index is X[,Y,Z] with each >= 0", max_items=3),
+                     default=None, metavar="X[,Y,Z]", help="the CTA to record (default: 0,0,0)")
+    add_step_arguments(eng)
+    eng.add_argument("--trace", type=output_path, default=None, metavar="F.json",
+                     help="write the recorded CTA's engine run as a Chrome/Perfetto trace (default: none)")
+    eng.add_argument("--schedules", type=int_in(1, 1024, "schedules is 1 ... 1024"), default=None, metavar="N",
+                     help="run the recorded CTA's Program under N schedules, the hazard checker on each "
+                          "(default: one run)")
+    eng.add_argument("--schedule-seed", type=int_in(0, 2**32 - 1, "a seed is 0 ... 4294967295"), default=0,
+                     metavar="S", help="schedule k > 0 uses seed S + k (default: 0)")
     p.set_defaults(handler=run)
 
 
@@ -148,13 +165,29 @@ def cuda_param_names(source: str, cxx_name: str, count: int) -> tuple[str | None
 
 # ---- the command ------------------------------------------------------------------------------------------
 
-def _refuse_later(args) -> None:
-    for attr, flag in _LATER.items():
-        value = getattr(args, attr)
-        if value not in (None, False):
-            raise UsageError(f"{flag} is not available for simtc run yet: the executor does not feed the engine yet "
-                             "(it comes in a later step); run without it",
-                             rule=f"simtc run {flag} needs the engine-fed executor (a later step)")
+def _engine_wanted(args) -> bool:
+    """Whether the launch records a CTA for the engine; the flag combinations that make no sense are refused."""
+    from simtc.cli._step import check_arguments
+
+    check_arguments(args)
+    stepping = args.step is not None or args.step_to is not None
+    if args.trace is not None and (stepping or args.schedules is not None):
+        raise UsageError("--trace writes the trace of one run", rule="--trace does not combine with --schedules, "
+                         "--step or --step-to")
+    if args.schedules is not None and stepping:
+        raise UsageError("--schedules runs each schedule to its end; --step and --step-to show one run",
+                         rule="--schedules does not combine with --step or --step-to")
+    wanted = args.timing or stepping or args.trace is not None or args.schedules is not None
+    if args.cta is not None and not wanted:
+        raise UsageError("--cta picks the CTA the engine times: give --timing (or --step, --trace, --schedules)",
+                         rule="--cta goes with --timing")
+    if args.cta is not None:
+        cta = (*args.cta, 0, 0)[:3]
+        grid = (*args.grid, 1, 1)[:3]
+        if any(c >= g for c, g in zip(cta, grid, strict=True)):
+            raise UsageError(f"--cta {','.join(map(str, cta))} is outside the grid {','.join(map(str, grid))}",
+                             rule="--cta names a block of the grid")
+    return wanted
 
 
 def _load_kernel(args):
@@ -297,8 +330,10 @@ def _out_dir(text: str) -> Path:
 
 
 def run(args) -> int:
-    _refuse_later(args)
+    timed = _engine_wanted(args)
     kernel, cuda_names = _load_kernel(args)
+    if timed:
+        kernel.timing = tuple((*args.cta, 0, 0)[:3]) if args.cta is not None else True
     function = kernel.function
     params = function.params
 
@@ -364,8 +399,53 @@ def run(args) -> int:
         path = out_dir / f"{name}.npy"
         np.save(path, dev.get())
         outputs[name] = str(path)
+    timing = result.timing
+    if timing is not None and (args.step is not None or args.step_to is not None):
+        from simtc.cli._step import run_stepper
+
+        _write_outputs_note(outputs, arrays)
+        return run_stepper(timing.stepper(), args)
+    if timing is not None and args.schedules is not None:
+        return _schedules(args, timing, outputs, arrays)
+    if timing is not None and args.trace is not None:
+        from simtc.render.perfetto import write_chrome_trace
+
+        write_chrome_trace(timing.engine, args.trace, announce=True)
     _report(args, kernel, grid, block, smem, result, outputs, arrays)
-    return 0
+    return 0 if timing is None or timing.clean else 1
+
+
+def _write_outputs_note(outputs, arrays) -> None:
+    for name, path in outputs.items():
+        a = arrays[name]
+        print(f"wrote {path} ({a.dtype}, shape {a.shape})", file=sys.stderr)
+
+
+def _schedules(args, timing, outputs, arrays) -> int:
+    """``--schedules N``: the recorded Program under N schedules; exit 1 when one shows a hazard or a deadlock."""
+    import textwrap
+
+    from simtc.cli._common import emit_json
+
+    report = timing.schedules(args.schedules, args.schedule_seed)
+    name = timing.program.name
+    _write_outputs_note(outputs, arrays)
+    if args.json:
+        emit_json(dict(report.to_json(), program=name, schedule_seed=args.schedule_seed, outputs=outputs))
+    else:
+        bad = report.first_failing
+        n = len(report.runs)
+        cycles = [r["cycles"] for r in report.runs]
+        text = f"{name}: {n} schedule(s), {min(cycles)}-{max(cycles)} cycles; "
+        if bad is None:
+            text += "all clean"
+        else:
+            seed = "none: the table's timing" if bad["seed"] is None else str(bad["seed"])
+            failing = sum(1 for r in report.runs if r["rules"] or r["deadlock"])
+            text += (f"schedule {bad['schedule']} (seed {seed}) shows {', '.join(bad['rules']) or 'no hazard'}"
+                     + (" and a deadlock" if bad["deadlock"] else "") + f"; {failing} of {n} schedules show one")
+        print("\n".join(textwrap.wrap(text, 100, subsequent_indent="    ")))
+    return 0 if report.first_failing is None else 1
 
 
 def _result_json(result) -> dict:
@@ -386,12 +466,23 @@ def _result_json(result) -> dict:
             return v.tolist()
         return v if isinstance(v, (str, int, float, bool)) or v is None else str(v)
 
-    return plain(result)
+    out = plain(attrs.evolve(result, program=None, timing=None))
+    del out["program"], out["timing"]
+    return out
+
+
+def _timing_json(timing) -> dict:
+    """The recorded CTA's engine run: cycles, hazards, deadlock, roles (their warps), counts, units."""
+    s = timing.summary()
+    return {k: s[k] for k in ("program", "arch", "cycles", "events", "hazards", "deadlock", "roles", "counts",
+                              "per_role", "units")}
 
 
 def _report(args, kernel, grid, block, smem, result, outputs, arrays) -> None:
     data = {"kernel": kernel.function.name, "grid": list(result.grid), "block": list(result.block),
             "shared_mem": smem, "result": _result_json(result), "outputs": outputs}
+    if result.timing is not None:
+        data["timing"] = _timing_json(result.timing)
     if args.json:
         from simtc.cli._common import emit_json
 
@@ -403,6 +494,18 @@ def _report(args, kernel, grid, block, smem, result, outputs, arrays) -> None:
           f"warp-instructions), {smem} bytes of dynamic shared memory")
     for note in result.notes:
         print(f"note: {note}")
+    t = result.timing
+    if t is not None:
+        cta = dict(t.program.meta).get("cta", "0,0,0")
+        roles = ", ".join(f"{r.name} ({len(r.records)} records)" for r in t.program.roles)
+        print(f"engine ({t.recorded.arch}): block ({cta}) takes {t.cycles} cycles; roles {roles}")
+        for h in t.hazards:
+            print(f"hazard: {h}")
+        if t.engine.deadlock:
+            print("deadlock: " + "; ".join(f"{w['role']}[w{w['warp']}]#{w['index']} waits on {w['waits_on']}"
+                                           for w in t.engine.deadlock["waiting"]))
+        if t.clean:
+            print("hazard checker: clean")
     for name, path in outputs.items():
         a = arrays[name]
         print(f"wrote {path} ({a.dtype}, shape {a.shape})", file=sys.stderr)

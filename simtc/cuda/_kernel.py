@@ -345,6 +345,11 @@ class RawKernel:
         self._raw_module = module
         self._max_dynamic: int | None = None
         self.last_result = None
+        self.timing: bool | tuple = False
+        """simtc's own switch (CuPy has none): True, or a block index ``(x, y, z)``, records that CTA of each launch
+        (the first when True) and runs it on simtc's engine; ``last_result.program`` is then its
+        :class:`simtc.isa.Program` and ``last_result.timing`` the :class:`simtc.ptx.recording.EngineRun` (cycles,
+        hazards, stepper)."""
 
     # ---- the parsed kernel -----------------------------------------------------------------------
     @property
@@ -448,11 +453,29 @@ class RawKernel:
                               rule="a launch takes at most max_dynamic_shared_size_bytes",
                               ref="CUDA Runtime API, cudaFuncAttributes::maxDynamicSharedSizeBytes")
         packed = pack_args(function, args)
-        result = launch(self.module, function.name, grid=g, block=b, args=packed, shared_mem=int(shared_mem),
-                        device=default_device())
+        if self.timing is not False and self.timing is not None:
+            result = _timed_launch(self, function, g, b, packed, int(shared_mem))
+        else:
+            result = launch(self.module, function.name, grid=g, block=b, args=packed, shared_mem=int(shared_mem),
+                            device=default_device())
         self.last_result = result
         _LAST[:] = [result]
         return None
 
     def __repr__(self) -> str:
         return f"<simtc.cuda.RawKernel {self.name}>"
+
+
+def _timed_launch(kernel, function, grid, block, packed, shared_mem: int):
+    """A launch with one CTA recorded (:class:`simtc.ptx.recording.Recorder`) and run on simtc's engine."""
+    import attrs
+
+    from simtc.ptx.executor import LaunchOptions, launch
+    from simtc.ptx.recording import Recorder, arch_of, run_engine
+
+    cta = (0, 0, 0) if kernel.timing is True else tuple(kernel.timing)
+    with Recorder(cta, arch=arch_of(kernel.module), kernel=function.name) as rec:
+        result = launch(kernel.module, function.name, grid=grid, block=block, args=packed, shared_mem=shared_mem,
+                        device=default_device(), options=LaunchOptions(recorder=rec))
+    recorded = rec.program()
+    return attrs.evolve(result, program=recorded.program, timing=run_engine(recorded))

@@ -560,6 +560,11 @@ def _cuda(ins_list) -> str:
     return f"{base}:{lines[0]}" if len(lines) == 1 else f"{base}:{lines[0]}-{lines[-1]}"
 
 
+def _short(text: str, n: int = 72) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= n else text[:n - 3] + "..."
+
+
 def _label(src: Source) -> str:
     where = f"PTX {src.ptx_first}" if src.ptx_first == src.ptx_last else f"PTX {src.ptx_first}-{src.ptx_last}"
     return f"{where}" + (f" | {src.cuda}" if src.cuda else "")
@@ -616,8 +621,9 @@ def _stream(execs: list[_Exec], arch: str, nwarps: int) -> Iterator[tuple]:
             yield _block(block, arch)
             block = []
         src = Source(ex.ins.line, ex.ins.line, ex.ins.text or ex.ins.name, _cuda([ex.ins]))
+        where = _label(src).replace(f"PTX {src.ptx_first}", f"PTX {src.ptx_first} `{_short(src.ptx_text)}`", 1)
         for rec in recs:
-            yield attrs.evolve(rec, label=_label(src) + (f" ({rec.label})" if rec.label else "")), src
+            yield attrs.evolve(rec, label=where + (f" ({rec.label})" if rec.label else "")), src
     if block:
         yield _block(block, arch)
 
