@@ -39,9 +39,10 @@ def lab(tmp_path_factory):
 
 
 def test_readme_command_opens_the_notebooks_with_the_notebooks_extra():
-    make, install, start = check.readme_notebook_command()
+    make, install, cute, start = check.readme_notebook_command()
     assert make == "python3 -m venv .venv"
     assert install == '.venv/bin/pip install -q -e ".[notebooks]"'
+    assert cute == ".venv/bin/pip install -q --no-deps nvidia-cutlass==4.2.0.0"  # pycute, for notebook 03
     assert start == ".venv/bin/jupyter lab notebooks/"
     extra = (ROOT / "pyproject.toml").read_text()
     assert 'notebooks = ["jupyterlab>=4.0", "ipywidgets>=8.1", "ipykernel>=6.25"]' in extra

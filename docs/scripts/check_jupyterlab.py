@@ -93,17 +93,17 @@ def missing_requirements(browser: str | None = None, fresh: bool = False) -> str
 
 # ---------------------------------------------------------------------------------------------------- environment
 def readme_notebook_command(readme: Path = ROOT / "README.md") -> list[str]:
-    """The README's command that opens the notebooks, split at ``&&``: make the venv, install the extra, start
-    JupyterLab.
+    """The README's command that opens the notebooks, split at ``&&``: make the venv, the install steps (the extra,
+    then CuTe's pycute from the ``nvidia-cutlass`` wheel, which notebook 03 computes layouts with), start JupyterLab.
 
-    >>> make, install, start = readme_notebook_command()
-    >>> make.startswith("python3 -m venv"), '".[notebooks]"' in install, start.split()[1:]
+    >>> make, *installs, start = readme_notebook_command()
+    >>> make.startswith("python3 -m venv"), '".[notebooks]"' in installs[0], start.split()[1:]
     (True, True, ['lab', 'notebooks/'])
     """
     for block in re.findall(r"```bash\n(.*?)```", readme.read_text(encoding="utf-8"), flags=re.S):
         if ".[notebooks]" in block and "jupyter lab" in block:
             parts = [p.strip() for p in " ".join(block.split()).split("&&")]
-            if len(parts) == 3:
+            if len(parts) >= 3:
                 return parts
     raise SystemExit("README.md has no `python3 -m venv ... && pip install ...[notebooks] && jupyter lab` command")
 
@@ -111,8 +111,8 @@ def readme_notebook_command(readme: Path = ROOT / "README.md") -> list[str]:
 def make_fresh_env(dest: Path, log=print) -> Path:
     """A new virtual environment at ``dest`` made by the README's notebook command (its ``.venv`` replaced by
     ``dest``, run from the repository root); returns its ``jupyter`` executable."""
-    make, install, _ = readme_notebook_command()
-    for step in (make, install):
+    make, *installs, _ = readme_notebook_command()
+    for step in (make, *installs):
         argv = [a.replace(".venv", str(dest), 1) if a.startswith(".venv") or a == ".venv" else a
                 for a in shlex.split(step)]
         log("$ " + shlex.join(argv))
