@@ -769,9 +769,9 @@ class EngineRun:
 def arch_of(module) -> str:
     """The engine table for a module's ``.target`` (``sm_90a`` -> ``"sm90"``; ``sm_100a`` and any other -> ``"sm100"``).
 
-    >>> from simtc.ptx.ir import Module
-    >>> arch_of(Module(target=("sm_90a",))), arch_of(Module(target=("sm_100a",)))
-    ('sm90', 'sm100')
+    >>> from types import SimpleNamespace as M
+    >>> arch_of(M(target=("sm_90a",))), arch_of(M(target=("sm_100a",))), arch_of(M(target=("sm_80",)))
+    ('sm90', 'sm100', 'sm100')
     """
     from simtc.smem.desc import arch_name
 
