@@ -41,6 +41,7 @@ __all__ = [
     "RegDecl",
     "Sink",
     "Sym",
+    "TensorRef",
     "Variable",
     "Vector",
 ]
@@ -127,7 +128,20 @@ class Vector:
         return "{" + ", ".join(str(i) for i in self.items) + "}"
 
 
-Operand = Reg | Imm | Sym | Sink | Address | Vector | tuple
+@frozen
+class TensorRef:
+    """A tensor operand ``[tensorMap, {c0, c1, ...}]`` of ``cp.async.bulk.tensor``, ``cp.reduce.async.bulk.tensor``
+    and ``cp.async.bulk.prefetch.tensor``: ``tensor`` is the tensor map's address (a register or a parameter's
+    name), ``coords`` the tensor coordinates (PTX ISA 9.0 §9.7.9.25.5.2)."""
+
+    tensor: Reg | Sym
+    coords: Vector
+
+    def __str__(self) -> str:
+        return f"[{self.tensor}, {self.coords}]"
+
+
+Operand = Reg | Imm | Sym | Sink | Address | Vector | TensorRef | tuple
 """One instruction operand. A ``tuple`` of two :class:`Reg` is PTX's ``p|q`` destination pair
 (``setp``'s second predicate, ``shfl.sync``'s validity predicate)."""
 

@@ -60,6 +60,7 @@ from simtc.ptx.ir import (
     RegDecl,
     Sink,
     Sym,
+    TensorRef,
     Variable,
     Vector,
 )
@@ -277,6 +278,9 @@ def _walk_names(op, regs: list, syms: list) -> None:
     elif t is Vector or t is tuple:
         for x in (op.items if t is Vector else op):
             _walk_names(x, regs, syms)
+    elif t is TensorRef:
+        _walk_names(op.tensor, regs, syms)
+        _walk_names(op.coords, regs, syms)
 
 
 class _Parser:
@@ -1172,6 +1176,14 @@ class _Parser:
         if not s.endswith("]"):
             self.fail(line, stmt, f"expected ']' closing the address {s!r}", rule="address syntax", ref=REF_OPERANDS)
         inner = s[1:-1].strip()
+        if "," in inner and "bulk.tensor" in stmt:  # [tensorMap, {coords}] (PTX ISA 9.0 §9.7.9.25.5.2)
+            head, _, rest = inner.partition(",")
+            tensor = self._operand_value(head.strip(), line, stmt)
+            coords = self._operand_value(rest.strip(), line, stmt)
+            if not isinstance(tensor, Reg | Sym) or not isinstance(coords, Vector):
+                self.fail(line, stmt, f"expected [tensorMap, {{coordinates}}], got {s!r}", rule="tensor operands",
+                          ref="PTX ISA 9.0 §9.7.9.25.5.2")
+            return TensorRef(tensor, coords)
         if "," in inner:
             self.fail(line, stmt, f"texture and surface operands ({s}) are not supported by simtc",
                       rule="texture and surface instructions", ref="PTX ISA 9.0 §9.7.10", unsupported=True)
@@ -1233,6 +1245,8 @@ class _Parser:
             return op if base is op.base else Address(base, op.offset)
         if t is Vector:
             return Vector(tuple(self._resolve(x, line, stmt) for x in op.items))
+        if t is TensorRef:
+            return TensorRef(self._resolve(op.tensor, line, stmt), self._resolve(op.coords, line, stmt))
         if t is tuple:
             return tuple(self._resolve(x, line, stmt) for x in op)
         return op
