@@ -69,6 +69,7 @@ from simtc.cuda._array import (
 )
 from simtc.cuda._kernel import RawKernel, RawModule, last_launch
 from simtc.cuda.compiler import CompileException
+from simtc.ptx.tensor_map import tensor_map
 
 __all__ = [
     "CompileException",
@@ -101,6 +102,7 @@ __all__ = [
     "ndarray",
     "ones",
     "ones_like",
+    "tensor_map",
     "uint8",
     "uint16",
     "uint32",

@@ -37,7 +37,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 from attrs import field, frozen
 
-from simtc.ptx import alu, async_ops
+from simtc.ptx import alu, async_ops, async_tma
 from simtc.ptx.cfg import reconvergence
 from simtc.ptx.errors import KernelFault, LaunchError, PtxError, PtxSyntaxError, PtxUnsupported
 from simtc.ptx.ir import Address, Function, Imm, Instruction, Module, Reg, Sink, Sym, Vector
@@ -2180,3 +2180,5 @@ def launch(module: Module, kernel: str, *, grid, block, args: Sequence, shared_m
 
 # mbarrier, tcgen05 and their fences: simtc.ptx.async_ops, through simtc's semantics (takes them off REFUSED)
 async_ops.install(HANDLERS, REFUSED, block=BLOCK)
+# TMA, bulk copies and cp.async: simtc.ptx.async_tma, through simtc.smem.tma (takes cp off REFUSED)
+async_tma.install(HANDLERS, REFUSED)
