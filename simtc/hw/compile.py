@@ -60,18 +60,20 @@ def _nvrtc_compile(source: str, name: str, options: list[str], output: str,
         res = nvrtc.nvrtcCompileProgram(prog, len(opts), opts)
         err = res[0] if isinstance(res, tuple) else res
         (size,) = check(nvrtc.nvrtcGetProgramLogSize(prog))
-        log = b" " * size
+        # NVRTC writes into the buffer it is given: a fresh bytearray, never a bytes object (``b" " * 1`` is
+        # CPython's shared one-byte ``b" "``, and writing the log's NUL into it turns every b" " into b"\x00").
+        log = bytearray(size)
         check(nvrtc.nvrtcGetProgramLog(prog, log))
-        log_text = log.decode(errors="replace").rstrip("\x00 \n")
+        log_text = bytes(log).decode(errors="replace").rstrip("\x00 \n")
         if err != nvrtc.nvrtcResult.NVRTC_SUCCESS:
             raise CompileError(f"NVRTC could not compile {name} ({err.name}):\n{log_text}", log_text)
         if output == "cubin":
             (size,) = check(nvrtc.nvrtcGetCUBINSize(prog))
-            buf = b" " * size
+            buf = bytearray(size)
             check(nvrtc.nvrtcGetCUBIN(prog, buf))
         else:
             (size,) = check(nvrtc.nvrtcGetPTXSize(prog))
-            buf = b" " * size
+            buf = bytearray(size)
             check(nvrtc.nvrtcGetPTX(prog, buf))
             buf = buf.rstrip(b"\x00")
         lowered = {}
