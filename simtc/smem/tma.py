@@ -272,7 +272,8 @@ def _fill(tm: TensorMap) -> np.ndarray:
 
 
 def box_values(tm: TensorMap, coords: Sequence[int], read: Callable) -> np.ndarray:
-    """The box's bytes in shared-memory order before the swizzle, out-of-bound elements filled (§5.5.3.3)."""
+    """The box's bytes in shared-memory order before the swizzle, out-of-bound elements filled (PTX ISA 9.0
+    §5.5.3.3)."""
     off, inside = box_offsets(tm, coords)
     es = tm.elem_bytes
     out = np.empty((off.size, es), np.uint8)
@@ -312,7 +313,7 @@ def tile_load(tm: TensorMap, coords: Sequence[int], read: Callable, smem, dst: i
 def gather4_load(tm: TensorMap, col: int, rows: Sequence[int], read: Callable, smem, dst: int, *,
                  writer=None) -> int:
     """``.tile::gather4``: rows ``rows`` (four) from column ``col`` of a 2-D map whose box has one row, one row
-    after another at ``dst``, swizzled; returns the bytes moved (§5.5.3.4)."""
+    after another at ``dst``, swizzled; returns the bytes moved (PTX ISA 9.0 §5.5.3.4)."""
     tm.modelled()
     if tm.rank != 2 or tm.box[1] != 1:
         _fail(f"gather4 needs a 2-D map whose box has one row; this map is rank {tm.rank} with box {tm.box}",
@@ -367,7 +368,8 @@ def reduce_values(op: str, dtype: str, old: np.ndarray, new: np.ndarray) -> np.n
 def tile_store(tm: TensorMap, coords: Sequence[int], smem, src: int, write: Callable, *, read: Callable | None = None,
                reduce: str | None = None) -> int:
     """A tile-mode store (``reduce=None``) or reduction (``"add"``, ``"min"``, ...) of the swizzled box at ``src``
-    to the tensor at ``coords``; elements outside the tensor are skipped (§5.5.3.3). Returns the bytes read."""
+    to the tensor at ``coords``; elements outside the tensor are skipped (PTX ISA 9.0 §5.5.3.3). Returns the bytes
+    read."""
     tm.modelled()
     _check_dst(tm, src, "source")
     off, inside = box_offsets(tm, coords)
