@@ -46,6 +46,7 @@ from simtc.isa.wgmma import WgmmaCommitGroup, WgmmaFence, WgmmaMmaAsync, WgmmaWa
 from simtc.mma.tcgen05 import tcgen05_mma
 from simtc.mma.wgmma import wgmma_mma_async
 from simtc.semantics.cta import Cta, MbarrierState, NamedBarrierState, SemanticsError, WouldBlock
+from simtc.smem.tma import TensorMap, gather4_load, numpy_reader
 from simtc.tmem.cp import tcgen05_cp
 
 __all__ = ["EFFECTS", "execute", "register_effect"]
@@ -261,9 +262,10 @@ def _gather4(r: CpAsyncBulkTensor, cta: Cta, warp: int) -> None:
     The global tensor is a 2-D array (rows x elements); the column coordinate counts its elements.
     Row coordinates come from ``coords[1:5]`` or, at run time, from the issuing thread's register
     ``coord_reg`` (four int32). A row coordinate outside the tensor (FlashMLA writes -1 for invalid
-    tokens) is filled with zeros, as TMA fills out-of-bound boxes (PTX ISA 9.0 §5.5.5 out-of-bound
-    access; FlashMLA ``kernel.cuh`` relies on it). ``swizzle`` permutes the destination's 16-byte
-    chunks by their absolute address (:func:`simtc.smem.swizzle.swizzle`).
+    tokens) is filled with zeros, as TMA fills out-of-bound boxes (PTX ISA 9.0 §5.5.3.3 Out of Boundary
+    Access; FlashMLA ``kernel.cuh`` relies on it). ``swizzle`` permutes the destination's 16-byte
+    chunks by their absolute address. The data move is TMA's one model, :func:`simtc.smem.tma.gather4_load`,
+    on the tensor map the named tensor stands for (:func:`_gather4_map`).
     """
     try:
         src = cta.gmem[r.tensor]
@@ -281,24 +283,30 @@ def _gather4(r: CpAsyncBulkTensor, cta: Cta, warp: int) -> None:
     else:
         raise SemanticsError(f"{r.ptx()}: a gather4 needs its row coordinates (coords or coord_reg)",
                              rule=".tile::gather4 has 4 row coordinates", ref="PTX ISA 9.0 §9.7.9.25.5.2")
-    row_bytes = r.nbytes // 4
     raw = np.ascontiguousarray(src).view(np.uint8).reshape(src.shape[0], -1)
-    c0 = int(col) * src.dtype.itemsize
-    if c0 < 0 or c0 + row_bytes > raw.shape[1]:
-        raise SemanticsError(f"{r.ptx()}: bytes {c0}..{c0 + row_bytes} of a {raw.shape[1]}-byte row of {r.tensor!r}",
-                             rule="a gather4 box stays inside its tensor's rows")
-    rows = np.asarray(rows, dtype=np.int64)
-    ok = (rows >= 0) & (rows < raw.shape[0])
-    data = np.zeros((4, row_bytes), np.uint8)
-    data[ok] = raw[rows[ok], c0:c0 + row_bytes]
-    if r.swizzle:
-        from simtc.smem.swizzle import swizzle
-
-        chunks = swizzle(r.dst + 16 * np.arange(r.nbytes // 16, dtype=np.int64), r.swizzle)
-        cta.smem.scatter(chunks, data.reshape(-1, 16), writer=r)
-    else:
-        cta.smem.write(r.dst, data, writer=r)
+    tm, col_elem = _gather4_map(r, raw, int(col) * src.dtype.itemsize)
+    gather4_load(tm, col_elem, [int(x) for x in rows], numpy_reader(raw), cta.smem, r.dst, writer=r)
     cta.mbarrier(r.bar).complete_tx(r.nbytes)
+
+
+def _gather4_map(r: CpAsyncBulkTensor, raw: np.ndarray, c0: int):
+    """The 2-D tensor map a named tensor's gather4 reads (simtc.smem.tma.TensorMap) and the column in its
+    elements: the widest element (8, 4, 2 or 1 bytes) that divides the row pitch, the box row and the column,
+    as FlashMLA's maps take INT64 elements for fp8 rows."""
+    row_bytes = r.nbytes // 4
+    pitch = raw.shape[1]
+    if c0 < 0 or c0 + row_bytes > pitch:
+        raise SemanticsError(f"{r.ptx()}: bytes {c0}..{c0 + row_bytes} of a {pitch}-byte row of {r.tensor!r}",
+                             rule="a gather4 box stays inside its tensor's rows")
+    es = next((e for e in (8, 4, 2, 1) if not (row_bytes % e or c0 % e or pitch % e) and row_bytes // e <= 256), 0)
+    if not es or pitch % 16:
+        raise SemanticsError(f"{r.ptx()}: no tensor map reads {row_bytes}-byte rows at byte {c0} of {pitch}-byte "
+                             f"rows of {r.tensor!r}", rule="a gather4 row is at most 256 elements; a row pitch is "
+                             "a multiple of 16 bytes", ref="CUDA Driver API, cuTensorMapEncodeTiled")
+    sw = {"": "none", "SW32": "32B", "SW64": "64B", "SW128": "128B"}[r.swizzle]
+    tm = TensorMap({8: "u64", 4: "u32", 2: "u16", 1: "u8"}[es], 0, dims=(pitch // es, raw.shape[0]),
+                   strides=(pitch,), box=(row_bytes // es, 1), swizzle=sw)
+    return tm, c0 // es
 
 
 def _store_to_gmem(cta: Cta, name: str, at: int, data: np.ndarray) -> None:
