@@ -36,9 +36,12 @@ import re
 import sys
 from pathlib import Path
 
+from attrs import frozen
+
 from simtc.cli._common import UsageError, int_in, int_list
 
-__all__ = ["cuda_param_names", "register", "run"]
+__all__ = ["LaunchInput", "cuda_param_names", "launch_inputs", "load_kernel", "out_dir", "register", "run",
+           "simtc_arguments"]
 
 _DIMS = "a grid or block is 1 to 3 comma-separated sizes >= 1, X[,Y,Z]"
 _ARG_RULE = "--arg NAME=FILE.npy|NUMBER gives one kernel parameter, NAME its index, PTX name or CUDA name"
@@ -190,31 +193,34 @@ def _engine_wanted(args) -> bool:
     return wanted
 
 
-def _load_kernel(args):
+def load_kernel(file: str, kernel: str | None, options: tuple[str, ...] = (), arch: str | None = None,
+                backend: str = "nvrtc"):
+    """``(RawKernel, CUDA parameter names or None)`` for ``simtc run``'s FILE, ``--kernel``, ``-O``, ``--arch`` and
+    ``--backend`` (also what ``simtc crosscheck FILE.cu`` launches); a bad choice is a :class:`UsageError`."""
     from simtc.cuda import RawModule
     from simtc.cuda._kernel import cxx_base_name, find_kernel
 
-    path = Path(args.file)
+    path = Path(file)
     if not path.is_file():
-        raise UsageError(f"{args.file!r}: no such file", rule="FILE is an existing .cu or .ptx file")
+        raise UsageError(f"{file!r}: no such file", rule="FILE is an existing .cu or .ptx file")
     suffix = path.suffix.lower()
     source = None
     if suffix in (".cu", ".cuh", ".cpp", ".cc", ".cxx"):
         source = path.read_text(encoding="utf-8", errors="replace")
-        options = tuple(args.option) + ((f"-arch={args.arch}",) if args.arch else ())
-        mod = RawModule(code=source, options=options, backend=args.backend)
+        options = tuple(options) + ((f"-arch={arch}",) if arch else ())
+        mod = RawModule(code=source, options=options, backend=backend)
         mod._compile_name = str(path)  # the .loc lines then name the file itself
     elif suffix == ".ptx" or suffix in (".cubin", ".fatbin"):
-        if args.arch or args.option:
+        if arch or options:
             raise UsageError("--arch and -O/--option apply to a CUDA source; a PTX file names its own target "
                              "(.target)", rule="compiler options need a .cu file")
         mod = RawModule(path=str(path))
     else:
-        raise UsageError(f"{args.file!r}: a .cu (CUDA C++) or .ptx file is needed, not {suffix or 'no suffix'!r}",
+        raise UsageError(f"{file!r}: a .cu (CUDA C++) or .ptx file is needed, not {suffix or 'no suffix'!r}",
                          rule="FILE is an existing .cu or .ptx file")
     module = mod.module
     kernels = module.kernels()
-    name = args.kernel
+    name = kernel
     if name is None:
         if len(kernels) != 1:
             listed = ", ".join(kernels) or "none"
@@ -225,12 +231,12 @@ def _load_kernel(args):
         matches = [k for k in kernels if cxx_base_name(k) == name]
         if len(matches) == 1:
             name = matches[0]
-    find_kernel(module, name, shown=args.kernel)
-    kernel = mod.get_function(name)
+    find_kernel(module, name, shown=kernel)
+    raw = mod.get_function(name)
     cuda_names = None
     if source is not None:
-        cuda_names = cuda_param_names(source, cxx_base_name(name) or name, len(kernel.function.params))
-    return kernel, cuda_names
+        cuda_names = cuda_param_names(source, cxx_base_name(name) or name, len(raw.function.params))
+    return raw, cuda_names
 
 
 def _resolve(kernel, cuda_names, text: str) -> int:
@@ -310,7 +316,8 @@ def _load_npy(path: str, name: str):
     return arr
 
 
-def _out_dir(text: str) -> Path:
+def out_dir(text: str) -> Path:
+    """``--out DIR``: the directory, made when its parent exists; else a :class:`UsageError`."""
     rule = "--out DIR is a directory that exists or can be made"
     d = Path(text)
     if d.exists() and not d.is_dir():
@@ -329,20 +336,27 @@ def _out_dir(text: str) -> Path:
     return d
 
 
-def run(args) -> int:
-    timed = _engine_wanted(args)
-    kernel, cuda_names = _load_kernel(args)
-    if timed:
-        kernel.timing = tuple((*args.cta, 0, 0)[:3]) if args.cta is not None else True
-    function = kernel.function
-    params = function.params
+@frozen
+class LaunchInput:
+    """One kernel parameter as ``--arg NAME=VALUE`` gave it: ``array`` (a ``.npy`` array for a pointer
+    parameter: copied to the device, its pointer passed) or ``raw`` (the bytes of a scalar or a by-value struct)."""
 
+    name: str
+    param: object
+    array: object = None
+    raw: bytes | None = None
+
+
+def launch_inputs(kernel, cuda_names, items) -> list[LaunchInput]:
+    """Each parameter of ``kernel`` from the ``--arg NAME=FILE.npy|NUMBER`` ``items``, in parameter order: every
+    parameter given once, each value converted to its PTX type (``.npy`` files loaded; a usage error names what is
+    wrong). ``simtc run`` and ``simtc crosscheck FILE.cu`` both launch from this list."""
     import numpy as np
 
-    import simtc.cuda as xp
-
+    function = kernel.function
+    params = function.params
     given: dict[int, tuple[str, str]] = {}
-    for item in args.arg:
+    for item in items:
         if "=" not in item:
             raise UsageError(f"--arg {item!r}: write NAME=FILE.npy or NAME=NUMBER", rule=_ARG_RULE)
         name, value = item.split("=", 1)
@@ -361,10 +375,7 @@ def run(args) -> int:
                          f" (.{params[i].type})" for i in missing)
         raise UsageError(f"kernel {function.name} needs an --arg for every parameter; missing: {what}",
                          rule=_ARG_RULE)
-    out_dir = _out_dir(args.out)
-
-    launch_args: list = []
-    arrays: dict[str, object] = {}
+    inputs: list[LaunchInput] = []
     for i, p in enumerate(params):
         name, value = given[i]
         if value.lower().endswith(".npy"):
@@ -373,20 +384,48 @@ def run(args) -> int:
                 if host.nbytes != p.size:
                     raise UsageError(f"--arg {name}={value}: {host.nbytes} bytes for the {p.size}-byte struct "
                                      f"parameter {p.name}", rule=_ARG_RULE)
-                launch_args.append(host.tobytes())
+                inputs.append(LaunchInput(name, p, raw=host.tobytes()))
                 continue
             if p.size != 8 or p.type.startswith("f"):
                 raise UsageError(f"--arg {name}={value}: parameter {p.name} is a .{p.type} scalar, not a pointer; "
                                  "give a number", rule=_ARG_RULE)
-            from simtc.cuda._memory import Memory, MemoryPointer
-
-            host = np.ascontiguousarray(host)  # in an allocation named after the argument, for fault reports
-            dev = xp.ndarray(host.shape, host.dtype, MemoryPointer(Memory(host.nbytes, name=name)))
-            dev.set(host)
-            arrays[name] = dev
-            launch_args.append(dev)
+            inputs.append(LaunchInput(name, p, array=np.ascontiguousarray(host)))
         else:
-            launch_args.append(_scalar(p, value.strip(), name))
+            inputs.append(LaunchInput(name, p, raw=_scalar(p, value.strip(), name)))
+    return inputs
+
+
+def simtc_arguments(inputs: list[LaunchInput]) -> tuple[list, dict]:
+    """``(launch args, {NAME: simtc.cuda.ndarray})`` for :class:`simtc.cuda.RawKernel`: each array in a fresh
+    allocation named after its argument (so fault reports name it), scalars and structs as their bytes."""
+    import simtc.cuda as xp
+    from simtc.cuda._memory import Memory, MemoryPointer
+
+    launch_args: list = []
+    arrays: dict[str, object] = {}
+    for item in inputs:
+        if item.array is None:
+            launch_args.append(item.raw)
+            continue
+        host = item.array
+        dev = xp.ndarray(host.shape, host.dtype, MemoryPointer(Memory(host.nbytes, name=item.name)))
+        dev.set(host)
+        arrays[item.name] = dev
+        launch_args.append(dev)
+    return launch_args, arrays
+
+
+def run(args) -> int:
+    timed = _engine_wanted(args)
+    kernel, cuda_names = load_kernel(args.file, args.kernel, tuple(args.option), args.arch, args.backend)
+    if timed:
+        kernel.timing = tuple((*args.cta, 0, 0)[:3]) if args.cta is not None else True
+
+    import numpy as np
+
+    inputs = launch_inputs(kernel, cuda_names, args.arg)
+    directory = out_dir(args.out)
+    launch_args, arrays = simtc_arguments(inputs)
     smem = args.smem
     if smem > kernel.max_dynamic_shared_size_bytes:
         kernel.max_dynamic_shared_size_bytes = smem  # the opt-in a host program makes (cudaFuncSetAttribute)
@@ -396,7 +435,7 @@ def run(args) -> int:
     result = kernel.last_result
     outputs = {}
     for name, dev in arrays.items():
-        path = out_dir / f"{name}.npy"
+        path = directory / f"{name}.npy"
         np.save(path, dev.get())
         outputs[name] = str(path)
     timing = result.timing
