@@ -17,7 +17,9 @@ def register(sub) -> None:
                     "descriptors, special values, FlashMLA's dual-GEMM split and the base-offset experiment, and "
                     "the wgmma timing microbenchmark against the timing model (sm_90a); the tcgen05 dual-GEMM "
                     "kernel (sm_100a). Exits 0 when everything that ran matched, 1 when a check failed, 2 on bad "
-                    "usage; without cupy or a GPU it says so and exits 0.")
+                    "usage; without cupy or a GPU it says so and exits 0. With FILE.cu|FILE.ptx and simtc run's "
+                    "arguments: that kernel on the GPU (CuPy) and in simtc, every output diffed (exit 0 when all "
+                    "are bit-identical, 1 otherwise, 2 without CuPy or a GPU).")
     p.add_argument("--arch", choices=("auto", "sm90", "sm100"), default="auto",
                    help="which GPU checks to run (auto: those of the device found)")
     p.add_argument("--seed", type=int_in(0, 2**31 - 1, "case seeds are 0..2^31-1"), default=0,
@@ -58,6 +60,9 @@ def register(sub) -> None:
     g.add_argument("--replay-flashmla", metavar="FILE.npz",
                    help="replay simtc on a --save-flashmla recording and compare with its FlashMLA outputs, no GPU "
                         "needed (default: not run)")
+    from simtc.cli.crosscheck_kernel import add_arguments
+
+    add_arguments(p)  # simtc crosscheck FILE.cu --kernel NAME ...: a kernel of your own, GPU vs simtc
     p.set_defaults(handler=run)
 
 
@@ -75,6 +80,10 @@ def _command(args) -> str:
 
 
 def run(args) -> int:
+    from simtc.cli import crosscheck_kernel
+
+    if crosscheck_kernel.in_use(args):
+        return crosscheck_kernel.run(args)
     if args.flashmla or args.replay_flashmla:
         return _run_flashmla(args)
     for flag in ("cutlass", "build_dir", "save_flashmla", "timing", "timing_set", "save_flashmla_timing"):
