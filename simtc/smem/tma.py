@@ -16,8 +16,12 @@ rules when it is built, each error naming the rule. The byte encoding of a map a
   NAN_REQUEST_ZERO_FMA``); a store skips it. The transaction count is the whole box either way;
 * **the swizzle** (§5.5.7 Swizzling Modes): the box's 16-byte chunk at linear shared address ``a`` is stored
   at ``swizzle(a)`` of the *absolute* address (:func:`simtc.smem.swizzle.swizzle`, the tensor core's own
-  function); with an inner box dimension shorter than the swizzle span, rows stay densely packed and the
-  address function is applied all the same [inferred: PTX shows atom-aligned boxes only];
+  function); with a swizzle, each inner row of the box starts a new span (a 64-byte row under 128B swizzle
+  leaves the other 64 bytes of its 128-byte line untouched), while the transaction count stays the box's
+  bytes (measured on an H200: ``tests/data/h200_tma_probe.txt``, made by ``simtc/hw/cuda/tma_probe.cu``);
+* **alignment** (§5.5.3.1): the box's first element must be 16-byte aligned in global memory, i.e. the
+  coordinate of dimension 0 times the element size a multiple of 16 (an H200 stops the kernel with an
+  illegal-instruction error otherwise, in the same recording); simtc reports it as an error naming the rule;
 * **gather4** (§5.5.3.4 ``.tile::gather4``): a 2-D map whose box has one row; four row coordinates, one
   column coordinate; the four rows land one after another.
 
@@ -74,10 +78,11 @@ DTYPES: dict[str, int] = {
 ``UINT8 UINT16 UINT32 INT32 UINT64 INT64 FLOAT16 FLOAT32 FLOAT64 BFLOAT16 FLOAT32_FTZ TFLOAT32 TFLOAT32_FTZ``;
 the packed sub-byte types ``16U4_ALIGN8B``, ``16U4_ALIGN16B``, ``16U6_ALIGN16B`` are not modelled)."""
 FLOAT_DTYPES = frozenset({"f16", "f32", "f64", "bf16", "f32_ftz", "tf32", "tf32_ftz"})
-OOB_NAN: dict[int, int] = {2: 0x7FFF, 4: 0x7FFFFFFF, 8: 0x7FFF_FFFF_FFFF_FFFF}
-"""The bits simtc writes for an ``OOB-NaN`` element, by element size: the all-ones-mantissa quiet NaN.
-PTX names the value ("a special NaN called OOB-NaN", §5.5.3.3) without giving its bits: simtc's choice
-[inferred]."""
+OOB_NAN: dict[int, int] = {2: 0x7FF7, 4: 0x7FF7_7FF7, 8: 0x7FF7_7FF7_7FF7_7FF7}
+"""The bits of an ``OOB-NaN`` element, by element size. PTX names the value ("a special NaN called OOB-NaN",
+PTX ISA 9.0 §5.5.3.3) without giving its bits; an H200 writes ``0x7FF7`` for bf16 and f16 and ``0x7FF77FF7``
+for f32 (``tests/data/h200_tma_probe.txt``, made by ``simtc/hw/cuda/tma_probe.cu``); f64's is that pattern
+repeated [inferred]."""
 
 SWIZZLES: dict[str, tuple[int, SwizzleMode | None]] = {
     "none": (0, None), "32B": (32, SwizzleMode.SW32), "64B": (64, SwizzleMode.SW64),
@@ -283,14 +288,36 @@ def box_values(tm: TensorMap, coords: Sequence[int], read: Callable) -> np.ndarr
     return out.reshape(-1)
 
 
-def swizzled_chunks(dst: int, nbytes: int, mode: SwizzleMode | None) -> np.ndarray:
-    """Absolute shared-memory addresses of the 16-byte chunks of ``nbytes`` linear bytes at ``dst``.
+def swizzled_chunks(dst: int, nbytes: int, mode: SwizzleMode | None, row: int | None = None,
+                    pitch: int | None = None) -> np.ndarray:
+    """Absolute shared-memory addresses of the 16-byte chunks of ``nbytes`` box bytes at ``dst``: rows of ``row``
+    bytes ``pitch`` bytes apart (default: dense), then the swizzle.
 
     >>> swizzled_chunks(1024 + 128, 64, SwizzleMode.SW128).tolist()  # row 1 of a 128B-swizzled atom
     [1168, 1152, 1200, 1184]
+    >>> swizzled_chunks(1024, 64, SwizzleMode.SW128, row=32, pitch=128).tolist()  # 32-byte rows, one per line
+    [1024, 1040, 1168, 1152]
     """
-    a = int(dst) + 16 * np.arange(nbytes // 16, dtype=np.int64)
+    k = np.arange(nbytes // 16, dtype=np.int64)
+    if row is not None and pitch is not None and pitch != row:
+        per = row // 16
+        a = int(dst) + (k // per) * pitch + 16 * (k % per)
+    else:
+        a = int(dst) + 16 * k
     return a if mode is None else swizzle(a, mode)
+
+
+def _chunks(tm: TensorMap, dst: int, nbytes: int) -> np.ndarray:
+    """Where a box of ``tm`` at ``dst`` puts its 16-byte chunks: inner rows a swizzle span apart when swizzled."""
+    row = tm.box_shape[0] * tm.elem_bytes
+    span = SWIZZLES[tm.swizzle][0]
+    return swizzled_chunks(dst, nbytes, tm.swizzle_mode, row, max(row, span) if span else row)
+
+
+def _check_box_address(tm: TensorMap, c0: int) -> None:
+    if (c0 * tm.elem_bytes) % 16:
+        _fail(f"the box starts {c0 * tm.elem_bytes} bytes into its row (coordinate {c0} of {tm.elem_bytes}-byte "
+              "elements), not on a 16-byte boundary", "the bounding box's address is 16-byte aligned", REF_BOX)
 
 
 def _check_dst(tm: TensorMap, dst: int, what: str) -> None:
@@ -305,8 +332,9 @@ def tile_load(tm: TensorMap, coords: Sequence[int], read: Callable, smem, dst: i
     swizzled; returns the bytes moved (the transaction count)."""
     tm.modelled()
     _check_dst(tm, dst, "destination")
+    _check_box_address(tm, int(coords[0]))
     data = box_values(tm, coords, read)
-    smem.scatter(swizzled_chunks(dst, data.size, tm.swizzle_mode), data.reshape(-1, 16), writer=writer)
+    smem.scatter(_chunks(tm, dst, data.size), data.reshape(-1, 16), writer=writer)
     return data.size
 
 
@@ -323,8 +351,9 @@ def gather4_load(tm: TensorMap, col: int, rows: Sequence[int], read: Callable, s
         _fail(f"gather4 takes four row coordinates, got {len(rows)}", ".tile::gather4 has 4 row coordinates",
               REF_GATHER)
     _check_dst(tm, dst, "destination")
+    _check_box_address(tm, int(col))
     data = np.concatenate([box_values(tm, (col, r), read) for r in rows])
-    smem.scatter(swizzled_chunks(dst, data.size, tm.swizzle_mode), data.reshape(-1, 16), writer=writer)
+    smem.scatter(_chunks(tm, dst, data.size), data.reshape(-1, 16), writer=writer)
     return data.size
 
 
@@ -372,10 +401,11 @@ def tile_store(tm: TensorMap, coords: Sequence[int], smem, src: int, write: Call
     read."""
     tm.modelled()
     _check_dst(tm, src, "source")
+    _check_box_address(tm, int(coords[0]))
     off, inside = box_offsets(tm, coords)
     es = tm.elem_bytes
     nbytes = off.size * es
-    data = smem.gather(swizzled_chunks(src, nbytes, tm.swizzle_mode), 16).reshape(-1, es)
+    data = smem.gather(_chunks(tm, src, nbytes), 16).reshape(-1, es)
     if inside.any():
         rows = data[inside]
         if reduce is not None:

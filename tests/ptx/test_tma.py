@@ -8,6 +8,9 @@ c ^ (r mod 2) on the lowest for 32B; 32-byte units u at u ^ (r mod 4) for 128B w
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -44,10 +47,15 @@ def expected_box(g: np.ndarray, coords, box, estrides, fill) -> np.ndarray:
     return out
 
 
-def smem_image(box_bytes: np.ndarray, dst: int, mode: str, size: int) -> np.ndarray:
-    img = np.zeros(size, np.uint8)
-    a = dst + np.arange(box_bytes.size)
-    img[ptx_table_swizzle(a, mode)] = box_bytes
+def smem_image(box_bytes: np.ndarray, dst: int, mode: str, size: int, row: int | None = None,
+               fill: int = 0) -> np.ndarray:
+    """Box bytes placed as TMA places them: inner rows of ``row`` bytes, each starting a new swizzle span when
+    swizzled and shorter than it, then moved as PTX's tables show."""
+    img = np.full(size, fill, np.uint8)
+    b = np.arange(box_bytes.size)
+    row = row or box_bytes.size
+    pitch = max(row, SWIZZLE_SPAN[mode]) if mode != "none" else row
+    img[ptx_table_swizzle(dst + (b // row) * pitch + b % row, mode)] = box_bytes
     return img
 
 
@@ -57,17 +65,19 @@ CASES = [  # (dims dim0 first, box, element strides, coords): inside, straddling
     ((96, 40), (32, 8), (1, 1), (80, 36)),
     ((96, 40), (32, 8), (1, 1), (200, 5)),
     ((96, 40), (32, 8), (1, 1), (-40, -20)),
-    ((40, 12, 6), (16, 4, 3), (1, 2, 3), (30, -3, 2)),
+    ((40, 12, 6), (16, 4, 3), (1, 2, 3), (28, -3, 2)),
 ]
+NAN32 = np.frombuffer(np.uint32(0x7FF77FF7).tobytes(), np.float32)[0]  # an H200 OOB-NaN (h200_tma_probe.txt)
 
 
+@pytest.mark.parametrize("narrow", [False, True])
 @pytest.mark.parametrize("mode", list(SWIZZLE_SPAN))
 @pytest.mark.parametrize("case", CASES)
-def test_tile_load_matches_numpy(case, mode):
+def test_tile_load_matches_numpy(case, mode, narrow):
     dims, box, es, coords = case
     dt = np.float32
     span = SWIZZLE_SPAN[mode]
-    box = (min(box[0], span // 4), *box[1:])
+    box = (min(box[0], span // 4) // (2 if narrow and span > 16 else 1), *box[1:])
     rng = np.random.default_rng(len(dims) * 100 + coords[0])
     g = rng.standard_normal(dims[::-1]).astype(dt)
     strides = tuple(int(np.prod(dims[:i])) * 4 for i in range(1, len(dims)))
@@ -76,10 +86,15 @@ def test_tile_load_matches_numpy(case, mode):
         smem = SharedMemory(size=64 * 1024)
         dst = 8192
         n = tile_load(tm, coords, numpy_reader(g), smem, dst)
-        fv = np.frombuffer(np.uint32(0x7FFFFFFF).tobytes(), np.float32)[0] if fill == "nan" else 0
-        want = expected_box(g, coords, box, es, fv).view(np.uint8).reshape(-1)
+        want = expected_box(g, coords, box, es, NAN32 if fill == "nan" else 0).view(np.uint8).reshape(-1)
         assert n == want.size
-        np.testing.assert_array_equal(smem.data, smem_image(want, dst, mode, smem.size))
+        np.testing.assert_array_equal(smem.data, smem_image(want, dst, mode, smem.size, row=4 * box[0]))
+
+
+def test_a_box_off_a_16_byte_boundary_is_refused():
+    tm = TensorMap("f32", 0, dims=(64, 8), strides=(256,), box=(32, 8), swizzle="128B")
+    with pytest.raises(TensorMapError, match="the bounding box's address is 16-byte aligned"):
+        tile_load(tm, (2, 0), numpy_reader(np.zeros(512, np.float32)), SharedMemory(size=8192), 1024)
 
 
 def test_gather4_rows_and_their_out_of_bound_rows():
@@ -169,13 +184,12 @@ def test_compiled_tma_load_into_sw128_smem(load_kernel, coords, fill):
     where = xp.zeros(1, dtype=xp.uint32)
     load_kernel((1,), (64,), (tm, np.int32(coords[0]), np.int32(coords[1]), out, np.int32(n), where),
                 shared_mem=2048)
-    fv = np.frombuffer(np.uint32(0x7FFFFFFF).tobytes(), np.float32)[0] if fill != "NONE" else 0
-    box = expected_box(g, coords, (32, 8), (1, 1), fv).view(np.uint8).reshape(-1)
+    box = expected_box(g, coords, (32, 8), (1, 1), NAN32 if fill != "NONE" else 0).view(np.uint8).reshape(-1)
     base = int(where.get()[0])  # the swizzle follows the absolute shared address
     img = smem_image(box, base, "128B", base + box.size)[base:]
     np.testing.assert_array_equal(out.get().view(np.uint8), img)
     if coords == (100, 50):  # fully outside: every element is the fill
-        assert (out.get() == (0x7FFFFFFF if fill != "NONE" else 0)).all()
+        assert (out.get() == (0x7FF77FF7 if fill != "NONE" else 0)).all()
 
 
 def test_a_map_reaching_past_its_allocation_is_a_fault(load_kernel):
@@ -261,3 +275,48 @@ def test_gather4_bulk_copies_stores_reductions_and_cp_async():
         assert (got[t, n:] == 0).all()
     notes = " ".join(xp.last_launch().notes)
     assert "cp.async.bulk.commit_group" in notes and "untimed" in notes
+
+
+# ---- an H200's TMA (tests/data/h200_tma_probe.txt, made by simtc/hw/cuda/tma_probe.cu) ---------------------
+
+PROBE = Path(__file__).parents[1] / "data" / "h200_tma_probe.txt"
+PROBE_CASES = [  # tma_probe.cu's table: CUtensorMapDataType, dims, box, element strides, swizzle enum, NaN fill, coords
+    ("f32", (100, 40), (32, 8), (1, 1), 3, True, (-24, 36)), ("f32", (100, 40), (32, 8), (1, 1), 3, False, (80, -5)),
+    ("bf16", (100, 40), (32, 8), (1, 1), 3, False, (0, 0)), ("bf16", (100, 40), (16, 8), (1, 1), 2, False, (3, 2)),
+    ("f32", (40, 12, 6), (16, 4, 3), (1, 2, 3), 0, False, (30, -3, 2)),
+    ("f32", (100, 40), (32, 8), (1, 1), 4, False, (8, 4)), ("bf16", (100, 40), (64, 4), (1, 1), 3, True, (200, 100)),
+    ("f16", (100, 40), (64, 4), (1, 1), 3, True, (200, 100)), ("f32", (100, 40), (8, 8), (1, 1), 1, False, (1, 1)),
+    ("bf16", (100, 40), (16, 8), (1, 1), 1, False, (3, 2)), ("bf16", (100, 40), (16, 8), (1, 1), 2, False, (0, 2)),
+    ("bf16", (100, 40), (32, 8), (1, 1), 2, False, (3, 2)),
+]
+SWIZZLE_ENUM = ["none", "32B", "64B", "128B", "128B_atom_32B"]
+
+
+def test_the_model_reproduces_an_h200s_tma_loads():
+    text = PROBE.read_text()
+    runs = re.findall(r"CASE (.*?)\n(.*?)\nEND", text, re.S)
+    assert len(runs) == len(PROBE_CASES)
+    i = np.arange(1 << 20, dtype=np.uint64)
+    g = ((i * np.uint64(2654435761)) >> np.uint64(13)).astype(np.uint8)
+    seen = {"match": 0, "fault": 0}
+    for (head, body), (dt, dims, box, es, sw, nan, coords) in zip(runs, PROBE_CASES, strict=True):
+        meta = dict(kv.split("=") for kv in head.split())
+        words = np.array([int(x, 16) for x in body.split()], np.uint32)
+        if meta["enc"] != "0":  # the driver refused the map (128B_atom_32B is not offered on sm_90)
+            assert SWIZZLE_ENUM[sw] == "128B_atom_32B"
+            continue
+        pitch = int(meta["pitch"])
+        tm = TensorMap(dt, 0, dims=dims, strides=(pitch, pitch * dims[1])[:len(dims) - 1], box=box,
+                       element_strides=es, swizzle=SWIZZLE_ENUM[sw], oob_fill="nan" if nan else "zero")
+        smem = SharedMemory(size=32 * 1024)
+        smem.data[:] = np.full(smem.size // 4, 0xDEADBEEF, np.uint32).view(np.uint8)
+        if meta["err"] != "0":  # the GPU stopped the kernel: the box was not 16-byte aligned
+            with pytest.raises(TensorMapError, match="16-byte aligned"):
+                tile_load(tm, coords, numpy_reader(g), smem, 2048)
+            seen["fault"] += 1
+            continue
+        base, n = int(meta["base"]), int(meta["n"])
+        assert tile_load(tm, coords, numpy_reader(g), smem, base) == 4 * n
+        np.testing.assert_array_equal(smem.data[base:base + 4 * (n + 4)].view(np.uint32), words, err_msg=head)
+        seen["match"] += 1
+    assert seen == {"match": 6, "fault": 5}
