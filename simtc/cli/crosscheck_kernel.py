@@ -52,9 +52,9 @@ def add_arguments(p) -> None:
                    help="the kernel: its PTX .entry name, or its C++ name when that is unique (default: the "
                         "module's only kernel)")
     g.add_argument("--grid", metavar="X[,Y,Z]", type=int_list(1, 2**31 - 1, _DIMS, max_items=3), default=None,
-                   help="CTAs in x, y, z (needed with FILE)")
+                   help="CTAs in x, y, z (default: none; needed with FILE)")
     g.add_argument("--block", metavar="X[,Y,Z]", type=int_list(1, 1024, _DIMS, max_items=3), default=None,
-                   help="threads per CTA in x, y, z (needed with FILE)")
+                   help="threads per CTA in x, y, z (default: none; needed with FILE)")
     g.add_argument("--smem", type=int_in(0, None, "dynamic shared memory is a byte count >= 0"), default=0,
                    metavar="N", help="dynamic shared memory per CTA in bytes (default: 0)")
     g.add_argument("--arg", action="append", default=[], metavar="NAME=FILE.npy|NUMBER",
