@@ -232,3 +232,15 @@ def test_the_schema_file_is_package_data():
     deps = pyproject.split("dependencies = [", 1)[1].split("]", 1)[0]
     assert '"isa/program.schema.json"' in data and '"jsonschema>=' in deps
     assert SCHEMA_FILE.is_file()
+
+
+def test_the_worked_example_validates_against_the_shipped_file_and_loads():
+    """examples/tcgen05_gemm.json (the page "Describe your own kernel") is valid under the shipped file read by an
+    outside validator, and Program.from_json loads it."""
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[2] / "examples" / "tcgen05_gemm.json"
+    doc = json.loads(path.read_text(encoding="utf-8"))
+    assert not list(jsonschema.Draft202012Validator(shipped()).iter_errors(doc))
+    p = Program.from_json(doc)
+    assert {r.name for r in p.roles} >= {"mma"} and len(p) > 30
