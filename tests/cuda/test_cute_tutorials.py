@@ -188,3 +188,40 @@ def test_blackwell_cluster_tutorials_need_clusters(tutorial_ptx, name):
     ptx = tutorial_ptx(name)
     for feature in NEEDS[name]:
         assert feature in ptx
+
+
+def _formula(count: int, salt: int) -> np.ndarray:
+    """tests/data/h200_cute_tutorials_record.cu's inputs: ((((i + s) * 2654435761) mod 2^32 >> 20) mod 17 - 8) / 8."""
+    h = ((np.arange(count, dtype=np.uint64) + salt) * 2654435761) & 0xFFFFFFFF
+    return ((((h >> 20) % 17).astype(np.int64) - 8) / 8).astype(np.float16)
+
+
+@pytest.mark.slow
+@pytest.mark.xfail(strict=True, raises=(KernelFault, PtxUnsupported),
+                   reason="fp16 wgmma accumulators are not modelled by simtc yet")
+@pytest.mark.parametrize("trans", ["NT", "TN"])
+def test_wgmma_sm90_bit_identical_to_h200(tutorial_ptx, trans):
+    """The tutorial's C hashes to what the same tutorial wrote on an H200 (tests/data/h200_cute_tutorials.json)."""
+    import hashlib
+    import json
+
+    rec = json.loads((Path(__file__).resolve().parents[1] / "data" / "h200_cute_tutorials.json").read_text())
+    m, n, k = rec["m"], rec["n"], rec["k"]
+    a_flat, b_flat = _formula(m * k, 0), _formula(n * k, 977)
+    ptx = tutorial_ptx("wgmma_sm90")
+    nt, tn = _entries(ptx)[:2]
+    if trans == "NT":  # the flat arrays are A (M,K):(1,M) and B (N,K):(1,N)
+        da, db, lda, ldb, kernel = xp.asarray(a_flat), xp.asarray(b_flat), m, n, nt
+    else:  # A (M,K):(K,1), B (N,K):(K,1)
+        da, db, lda, ldb, kernel = xp.asarray(a_flat), xp.asarray(b_flat), k, k, tn
+    dc = xp.zeros(m * n, dtype=np.float16)
+    empty = np.zeros(1, np.uint8)
+    shape = np.array([m, n, k], np.int32).view(np.dtype((np.void, 12)))[0]
+    mma = np.array([1, 1], np.uint32).view(np.dtype((np.void, 8)))[0]
+    f = xp.RawModule(path=_ptx_file(ptx)).get_function(kernel)
+    smem = 2 * (128 * 64 * 3) * 2
+    f.max_dynamic_shared_size_bytes = smem
+    f(((m + 127) // 128, (n + 127) // 128, 1), (128, 1, 1),
+      (shape, empty, da, np.int32(lda), empty, empty, db, np.int32(ldb), empty, empty, dc, np.int32(m), mma,
+       np.float16(1.0).view(np.uint16), np.float16(0.0).view(np.uint16)), shared_mem=smem)
+    assert hashlib.sha256(dc.get().tobytes()).hexdigest() == rec["cases"][f"wgmma_sm90_{trans}"]["sha256"]
