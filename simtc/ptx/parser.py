@@ -42,6 +42,7 @@ variables), §6.4 (operands and addresses), §10 (special registers), §11 (dire
 from __future__ import annotations
 
 import re
+from collections.abc import Collection
 
 import attrs
 
@@ -152,10 +153,11 @@ def parse(text: str, *, name: str = "<ptx>") -> Module:
                              rule="PTX syntax", ref=REF_SYNTAX, line=p.line, text=p.line_text()) from e
 
 
-def parse_instruction(text: str, *, line: int = 0) -> Instruction:
+def parse_instruction(text: str, *, line: int = 0, registers: Collection[str] = ()) -> Instruction:
     """Parse one instruction statement on its own (``;`` optional), with names exactly as written: no scope,
-    no declaration checks. ``parse_instruction(i.text)`` gives back ``i`` for an instruction ``i`` of a parsed
-    function, except for its ``line``/``loc`` and for names the function's blocks renamed.
+    no declaration checks. A name without ``%`` is a :class:`~simtc.ptx.ir.Sym` unless ``registers`` names it
+    (a block's ``.reg .pred p``). ``parse_instruction(i.text)`` gives back ``i`` for an instruction ``i`` of a
+    parsed function, except for its ``loc`` and for names the function's blocks renamed.
 
     >>> i = parse_instruction("@%p1 ld.global.nc.v2.u32 {%r1, _}, [%rd2+-8];")
     >>> i.guard, i.operands
@@ -165,6 +167,9 @@ Address(base=Reg(name='%rd2', negated=False), offset=-8)))
     p = _Parser("", "<instruction>")
     p.line = line
     p.fn = _FunctionBuilder("<instruction>", True, line)
+    names = {n: n for n in registers}
+    p.fn.scopes.append(_Scope("", 0, names, set(names)))
+    p.fn.active.update(names)
     stmt = text.strip()
     if stmt.endswith(";"):
         stmt = stmt[:-1]
@@ -204,6 +209,7 @@ class _FunctionBuilder:
     call_targets: dict = attrs.field(factory=dict)
     prototypes: dict = attrs.field(factory=dict)
     scopes: list = attrs.field(factory=list)
+    active: set = attrs.field(factory=set)  # every name some open block renames (or a bare-named register)
     blocks: int = 0
     decl_names: set = attrs.field(factory=set)
     used_regs: dict = attrs.field(factory=dict)  # register name -> first PTX line using it
@@ -263,7 +269,15 @@ def _split_top(s: str, sep: str = ",") -> list[str]:
 def _normalise(s: str) -> str:
     """One space between words, ``", "`` between operands, none inside brackets: the statement's canonical text."""
     s = " ".join(s.split())
-    return _NORM_SPACE.sub(lambda m: ", " if "," in m.group() else ("|" if "|" in m.group() else ""), s)
+    if (s.count(",") == s.count(", ") and " ," not in s and "|" not in s and "[ " not in s and " ]" not in s
+            and "{ " not in s and " }" not in s and "( " not in s and " )" not in s):
+        return s
+    return _NORM_SPACE.sub(_norm_piece, s)
+
+
+def _norm_piece(m: re.Match) -> str:
+    g = m.group()
+    return ", " if "," in g else ("|" if "|" in g else "")
 
 
 def _walk_names(op, regs: list, syms: list) -> None:
@@ -332,11 +346,15 @@ class _Parser:
         pline = 0  # line of the pending statement's first non-blank text (0: none yet)
         sdepth = 0  # braces open inside the pending statement (vector operands, initializers)
         in_comment = False
+        comment_line = 0
         section_depth = 0
         scan = _SCAN.search
         for ln, raw in enumerate(text.split("\n"), 1):
             self.line = ln
             pos = 0
+            if pline and not sdepth and not in_comment and raw.lstrip().startswith(_LINE_DIRECTIVES):
+                self.fail(pline, "".join(pending), "expected ';' at the end of this statement",
+                          rule="statements end with ';'")
             if section_depth:
                 section_depth += raw.count("{") - raw.count("}")
                 if section_depth <= 0:
@@ -434,7 +452,7 @@ class _Parser:
                 else:  # "/*"
                     end = raw.find("*/", pos)
                     if end < 0:
-                        in_comment = True
+                        in_comment, comment_line = True, ln
                         break
                     pending.append(" ")
                     pos = end + 2
@@ -447,6 +465,9 @@ class _Parser:
                     continue
             if pending:
                 pending.append("\n")
+        if in_comment:
+            self.fail(comment_line, "/*", "a comment opened with '/*' is never closed with '*/'",
+                      rule="comments", ref="PTX ISA 9.0 §4.2")
         stmt = "".join(pending).strip()
         if stmt:
             self.fail(pline, stmt, "expected ';' at the end of this statement", rule="statements end with ';'")
@@ -729,6 +750,8 @@ class _Parser:
         scope = fb.scopes.pop()
         if scope.labels:
             self._rename_labels(scope)
+        if scope.names:
+            fb.active = set().union(*(sc.names for sc in fb.scopes))
         if fb.scopes:
             return
         self._finish_function(line)
@@ -918,8 +941,8 @@ class _Parser:
             if last_label is None:
                 self.fail(line, stmt, f"expected a label before {word} (NAME: {word} ...)",
                           rule=f"{word} is labelled", ref="PTX ISA 9.0 §11.3")
-            fb.labels.pop(last_label, None)
-            key = scope.labels.pop(last_label, last_label)
+            key = scope.labels.get(last_label, last_label)  # a block's table is renamed like its labels
+            fb.labels.pop(key, None)
             body = stmt[len(word):].strip()
             if word == ".callprototype":
                 fb.prototypes[key] = _normalise(stmt)
@@ -940,6 +963,7 @@ class _Parser:
                                   "per name and block", ref=REF_VARIABLES)
                     new = v.name + scope.suffix
                     scope.names[v.name] = new
+                    fb.active.add(v.name)
                     v = attrs.evolve(v, name=new)
                 fb.variables.append(v)
             return
@@ -956,6 +980,7 @@ class _Parser:
             if name[0] != "%":
                 scope.names[name] = name
                 scope.regs.add(name)
+                fb.active.add(name)
             fb.registers.append(RegDecl(name, typ, count, vec))
             return
         if count is None:
@@ -965,12 +990,14 @@ class _Parser:
             new = name + scope.suffix
             scope.names[name] = new
             scope.regs.add(new)
+            fb.active.add(name)
             fb.registers.append(RegDecl(new, typ, None, vec))
             return
         prefix = f"{name}{scope.suffix}_"
         for i in range(count):
             scope.names[f"{name}{i}"] = f"{prefix}{i}"
             scope.regs.add(f"{prefix}{i}")
+            fb.active.add(f"{name}{i}")
         fb.registers.append(RegDecl(prefix, typ, count, vec))
 
     def _label(self, label: str, line: int) -> None:
@@ -1001,13 +1028,12 @@ class _Parser:
             self.fail(line, stmt, f"{opcode!r} is not a PTX ISA 9.0 instruction", rule="instruction names",
                       ref="PTX ISA 9.0 §9.7")
         fb = self.fn
-        scopes = fb.scopes
-        plain = len(scopes) == 1 and not scopes[0].names
+        active = fb.active
         regs: list[str] = []
         syms: list[str] = []
         guard = None
         if gname is not None:
-            if not plain:
+            if gname in active:
                 gname = self._lookup(gname)[0]
             guard = Guard(gname, neg == "!")
             regs.append(gname)
@@ -1015,7 +1041,7 @@ class _Parser:
         returns: tuple = ()
         target = proto = None
         if opcode == "call":
-            operands, returns, target, proto = self._call(rest, line, stmt, plain, regs, syms)
+            operands, returns, target, proto = self._call(rest, line, stmt, regs, syms)
         elif not rest:
             operands = ()
         else:
@@ -1026,13 +1052,13 @@ class _Parser:
                 hit = cache.get(part)
                 if hit is None:
                     hit = cache[part] = self._operand(part, line, stmt)
-                if plain:
+                if active and not active.isdisjoint(hit[3]):
+                    op = self._resolve(hit[0], line, stmt)
+                    _walk_names(op, regs, syms)
+                else:
                     op = hit[0]
                     regs.extend(hit[1])
                     syms.extend(hit[2])
-                else:
-                    op = self._resolve(hit[0], line, stmt)
-                    _walk_names(op, regs, syms)
                 ops.append(op)
             operands = tuple(ops)
         ins = Instruction(name, operands, guard, line, self.loc, _normalise(stmt) + ";", returns, target, proto)
@@ -1051,24 +1077,24 @@ class _Parser:
                 else:
                     lst.append(idx)
 
-    def _call(self, rest: str, line: int, stmt: str, plain: bool, regs: list, syms: list):
+    def _call(self, rest: str, line: int, stmt: str, regs: list, syms: list):
         parts = [p.strip() for p in _split_top(rest)]
         returns: tuple = ()
         if parts and parts[0].startswith("("):
-            returns = self._paren_list(parts.pop(0), line, stmt, plain, regs, syms)
+            returns = self._paren_list(parts.pop(0), line, stmt, regs, syms)
         if not parts or not parts[0] or parts[0].startswith("("):
             self.fail(line, stmt, "expected the called function after call", rule="call syntax",
                       ref="PTX ISA 9.0 §9.7.12.5")
-        target = self._one(parts.pop(0), line, stmt, plain, regs, syms)
+        target = self._one(parts.pop(0), line, stmt, regs, syms)
         if type(target) not in (Sym, Reg) or (type(target) is Sym and target.offset):
             self.fail(line, stmt, "expected a function name or a register as the call target", rule="call syntax",
                       ref="PTX ISA 9.0 §9.7.12.5")
         args: tuple = ()
         if parts and parts[0].startswith("("):
-            args = self._paren_list(parts.pop(0), line, stmt, plain, regs, syms)
+            args = self._paren_list(parts.pop(0), line, stmt, regs, syms)
         proto = None
         if parts:
-            p = self._one(parts.pop(0), line, stmt, plain, regs, syms)
+            p = self._one(parts.pop(0), line, stmt, regs, syms)
             if type(p) is not Sym or p.offset:
                 self.fail(line, stmt, "expected a .callprototype or .calltargets label after the arguments",
                           rule="call syntax", ref="PTX ISA 9.0 §9.7.12.5")
@@ -1078,33 +1104,34 @@ class _Parser:
                       ref="PTX ISA 9.0 §9.7.12.5")
         return args, returns, target, proto
 
-    def _paren_list(self, text: str, line: int, stmt: str, plain: bool, regs: list, syms: list) -> tuple:
+    def _paren_list(self, text: str, line: int, stmt: str, regs: list, syms: list) -> tuple:
         if not text.endswith(")"):
             self.fail(line, stmt, "expected ')'", rule="call syntax", ref="PTX ISA 9.0 §9.7.12.5")
         inner = text[1:-1].strip()
         if not inner:
             return ()
-        return tuple(self._one(p.strip(), line, stmt, plain, regs, syms) for p in _split_top(inner))
+        return tuple(self._one(p.strip(), line, stmt, regs, syms) for p in _split_top(inner))
 
-    def _one(self, part: str, line: int, stmt: str, plain: bool, regs: list, syms: list):
+    def _one(self, part: str, line: int, stmt: str, regs: list, syms: list):
         hit = self.op_cache.get(part)
         if hit is None:
             hit = self.op_cache[part] = self._operand(part, line, stmt)
-        if plain:
-            regs.extend(hit[1])
-            syms.extend(hit[2])
-            return hit[0]
-        op = self._resolve(hit[0], line, stmt)
-        _walk_names(op, regs, syms)
-        return op
+        active = self.fn.active
+        if active and not active.isdisjoint(hit[3]):
+            op = self._resolve(hit[0], line, stmt)
+            _walk_names(op, regs, syms)
+            return op
+        regs.extend(hit[1])
+        syms.extend(hit[2])
+        return hit[0]
 
     def _operand(self, s: str, line: int, stmt: str) -> tuple:
-        """(operand, register names, symbol names) for one operand's text, names as written."""
+        """(operand, register names, symbol names, all names) for one operand's text, names as written."""
         op = self._operand_value(s, line, stmt)
         regs: list[str] = []
         syms: list[str] = []
         _walk_names(op, regs, syms)
-        return op, tuple(regs), tuple(syms)
+        return op, tuple(regs), tuple(syms), frozenset(regs) | frozenset(syms)
 
     def _operand_value(self, s: str, line: int, stmt: str):
         if not s:
