@@ -186,6 +186,11 @@ def _check_module(text: str, m) -> None:
     lines = [i.line for f in bodies for i in f.body]
     assert lines == _instruction_starts(text)
     src_lines = text.split("\n")
+    label_lines: dict[str, int] = {}
+    for n, s in enumerate(src_lines, 1):
+        lm = re.match(r"\s*([A-Za-z_$][\w$]*)\s*:(?!:)", s)
+        if lm:
+            label_lines.setdefault(lm.group(1), n)
     module_names = {v.name for v in m.variables} | set(m.functions)
     for f in bodies:
         declared = {n for d in f.registers for n in d.names()}
@@ -208,7 +213,7 @@ def _check_module(text: str, m) -> None:
         for label, idx in f.labels.items():
             if label in renamed:
                 continue
-            at = next(n for n, s in enumerate(src_lines, 1) if re.match(rf"\s*{re.escape(label)}\s*:", s))
+            at = label_lines[label]
             if idx < len(f.body):
                 assert f.body[idx].line >= at, (label, idx)
             if idx > 0:
