@@ -41,6 +41,7 @@ variables), §6.4 (operands and addresses), §10 (special registers), §11 (dire
 
 from __future__ import annotations
 
+import gc
 import re
 from collections.abc import Collection
 
@@ -144,6 +145,10 @@ def parse(text: str, *, name: str = "<ptx>") -> Module:
     PTX, :class:`~simtc.ptx.errors.PtxUnsupported` for valid PTX simtc does not represent.
     """
     p = _Parser(text, name)
+    # The parse allocates many small acyclic objects; the cyclic collector's passes over them cost a third of the
+    # time on large modules (benchmarks/bench_ptx_parse.py), so it is paused meanwhile.
+    collecting = gc.isenabled()
+    gc.disable()
     try:
         return p.run()
     except SimtcError:
@@ -151,6 +156,9 @@ def parse(text: str, *, name: str = "<ptx>") -> Module:
     except (ValueError, IndexError, KeyError, TypeError, AttributeError, OverflowError, RecursionError) as e:
         raise PtxSyntaxError(f"{name}:{p.line}: cannot read this line ({type(e).__name__}: {e})",
                              rule="PTX syntax", ref=REF_SYNTAX, line=p.line, text=p.line_text()) from e
+    finally:
+        if collecting:
+            gc.enable()
 
 
 def parse_instruction(text: str, *, line: int = 0, registers: Collection[str] = ()) -> Instruction:
