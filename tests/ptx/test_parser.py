@@ -8,6 +8,7 @@ import importlib.util
 import re
 import subprocess
 import sys
+from pathlib import Path
 
 import attrs
 import pytest
@@ -68,6 +69,18 @@ extern "C" __global__ void __cluster_dims__(2,1,1) k2(float* out, const __grid_c
 }
 """
 
+# Module variables nvcc writes with scalar hex-float and generic() initializers.
+GLOBALS_CU = r"""
+__device__ float gs = 1.5f;
+__device__ double gd = 2.25;
+__constant__ float cf[3] = {1.0f, 2.0f, 3.0f};
+__device__ float* gp = &gs;
+__device__ int* gpa[2] = {nullptr, (int*)&gd};
+extern "C" __global__ void k3(float* o) {
+  o[threadIdx.x] = gs + (float)gd + cf[threadIdx.x % 3] + *gp + (float)(long long)gpa[1];
+}
+"""
+
 
 def _compile(src: str, arch: str, *, options=("-lineinfo",)) -> str:
     from simtc.hw.compile import compile_cuda
@@ -83,6 +96,7 @@ def _sources() -> dict[str, tuple[str, str]]:
         "features_sm90a": (FEATURES_CU, "sm_90a"),
         "features_sm100a": (FEATURES_CU, "sm_100a"),
         "cluster_sm100a": (CLUSTER_CU, "sm_100a"),
+        "globals_sm90a": (GLOBALS_CU, "sm_90a"),
         "tcgen05_dual_qk": (tcgen05.kernel_source(), "sm_100a"),
         "wgmma_exec": (wgmma.kernel_source(64, "bf16", "K", "MN"), "sm_90a"),
         "wgmma_timing": (timing.kernel_source(64, "RS", depths=(1, 4)), "sm_90a"),
@@ -92,9 +106,9 @@ def _sources() -> dict[str, tuple[str, str]]:
     return out
 
 
-SOURCES = ("features_sm90a", "features_sm100a", "cluster_sm100a", "tcgen05_dual_qk", "wgmma_exec", "wgmma_timing",
-           "calibrate_sync", "calibrate_sync_loop", "calibrate_memory", "calibrate_latency", "calibrate_launch",
-           "calibrate_wgmma")
+SOURCES = ("features_sm90a", "features_sm100a", "cluster_sm100a", "globals_sm90a", "tcgen05_dual_qk", "wgmma_exec",
+           "wgmma_timing", "calibrate_sync", "calibrate_sync_loop", "calibrate_memory", "calibrate_latency",
+           "calibrate_launch", "calibrate_wgmma")
 
 
 @pytest.fixture(scope="module")
@@ -236,6 +250,35 @@ def test_large_calibration_modules_parse(module):
     _check_module(text, parse(text))
 
 
+def _bench():
+    """benchmarks/bench_ptx_parse.py, whose builders compile CuTe's tutorial and FlashMLA's kernel (cached)."""
+    path = Path(__file__).resolve().parents[2] / "benchmarks" / "bench_ptx_parse.py"
+    spec = importlib.util.spec_from_file_location("bench_ptx_parse", path)
+    mod = importlib.util.module_from_spec(spec)
+    sys.path.insert(0, str(path.parent))
+    try:
+        spec.loader.exec_module(mod)
+    finally:
+        sys.path.remove(str(path.parent))
+    return mod
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("which", ["cute02", "cute02_lineinfo", "flashmla_head64"])
+def test_cutlass_and_flashmla_ptx_parse(which):
+    bench = _bench()
+    get = {"cute02": lambda: bench.cute_tutorial_02(lineinfo=False),
+           "cute02_lineinfo": lambda: bench.cute_tutorial_02(lineinfo=True), "flashmla_head64": bench.flashmla_head64}
+    try:
+        text = get[which]()
+    except RuntimeError as e:  # no nvcc, no CUTLASS wheel, or SIMTC_FLASHMLA_DIR unset
+        pytest.skip(str(e))
+    m = parse(text)
+    _check_module(text, m)
+    ops = {i.opcode for f in m.functions.values() for i in f.body}
+    assert {"tcgen05", "mbarrier", "elect"} <= ops
+
+
 @needs_compiler
 def test_debug_build_with_sections_parses(compiled):
     text = _compile(CLUSTER_CU, "sm_100a", options=("-G",))
@@ -301,6 +344,15 @@ def test_loc_function_name_and_inlined_at(parsed):
     inlined = [i for i in k.body if i.loc is not None and i.loc.inlined_at is not None]
     assert inlined and inlined[0].loc.function == "_Z2f2f"  # read from the .debug_str section
     assert (inlined[0].loc.line, inlined[0].loc.inlined_at.line) == (3, 6)
+
+
+@needs_compiler
+def test_module_variable_initializers_as_nvcc_writes_them(parsed):
+    v = {x.name: x for x in parsed["globals_sm90a"].variables}
+    assert v["gs"].init == (Imm(0x3FC00000, "f32"),) and v["gs"].shape == ()  # 1.5f, bits kept
+    assert v["gd"].init == (Imm(0x4002000000000000, "f64"),)  # 2.25
+    assert v["cf"].init[:4] == (0, 0, 0x80, 0x3F)
+    assert v["gp"].init == (Sym("gs"),) and v["gpa"].init == (0, Sym("gd"))  # generic(gs), generic(gd)
 
 
 @needs_compiler
