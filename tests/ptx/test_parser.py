@@ -641,3 +641,33 @@ def test_valid_but_unsupported_ptx_is_named():
         _body("tex.2d.v4.f32.f32 {%f0, %f1, %f2, %f3}, [tex0, {%f1, %f2}];")
     with pytest.raises(PtxUnsupported, match="alias"):
         parse(HEAD + ".alias fa, fb;\n")
+
+
+@needs_compiler
+def test_mutated_ptx_raises_only_ptx_errors(compiled):
+    """Characters deleted, inserted or replaced in real PTX: the parse succeeds or raises a PtxError naming a
+    line, never another exception."""
+    import random
+
+    from simtc.ptx.errors import PtxError
+
+    base = compiled["features_sm90a"]
+    rng = random.Random(26)
+    pieces = [*";{}[](),:|!@%._-+\"/*\n ", "//", "/*", "*/", "0f", "::", "<", ">", "="]
+    for _ in range(150):
+        t = list(base)
+        for _ in range(rng.randint(1, 3)):
+            i = rng.randrange(len(t))
+            r = rng.random()
+            if r < 0.4:
+                del t[i]
+            elif r < 0.8:
+                t.insert(i, rng.choice(pieces))
+            else:
+                t[i] = rng.choice(pieces)
+        try:
+            parse("".join(t))
+        except PtxSyntaxError as e:
+            assert e.line is not None and e.line >= 1
+        except PtxError:
+            pass
