@@ -349,6 +349,13 @@ def _init_bytes(v, img: ModuleImage) -> bytes:
                                   rule="initializers name module variables", ref="PTX ISA 9.0 §5.4.4")
             val = (base + x.offset) & ((1 << (8 * size)) - 1)
             b = val.to_bytes(size, "little")
+        elif hasattr(x, "kind"):  # an Imm: 0f/0d literals keep their exact bits, decimal ones their value
+            if x.kind in ("f32", "f64"):
+                b = (int(x.value) & ((1 << (8 * size)) - 1)).to_bytes(size, "little")
+            elif t in ("f32", "f64", "f16") and isinstance(x.value, float):
+                b = np.array(x.value, {"f32": np.float32, "f64": np.float64, "f16": np.float16}[t]).tobytes()
+            else:
+                b = (int(x.value) & ((1 << (8 * size)) - 1)).to_bytes(size, "little")
         elif t in ("f32", "f64", "f16") and isinstance(x, float):
             b = np.array(x, {"f32": np.float32, "f64": np.float64, "f16": np.float16}[t]).tobytes()
         elif isinstance(x, float):
