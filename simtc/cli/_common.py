@@ -346,3 +346,18 @@ def emit(args: argparse.Namespace, *, data: dict | None, view, title: str) -> in
 
         print_view(built, width=width)
     return 0
+
+
+def schedules_summary(name: str, report) -> str:
+    """One paragraph for a run under many schedules (:func:`simtc.engine.schedules.explore`'s report): how many,
+    the cycle range, and the first schedule that shows a hazard or a deadlock (``simulate`` and ``run``)."""
+    bad = report.first_failing
+    n = len(report.runs)
+    cycles = [r["cycles"] for r in report.runs]
+    text = f"{name}: {n} schedule(s), {min(cycles)}-{max(cycles)} cycles; "
+    if bad is None:
+        return text + "all clean"
+    seed = "none: the table's timing" if bad["seed"] is None else str(bad["seed"])
+    failing = sum(1 for r in report.runs if r["rules"] or r["deadlock"])
+    return text + (f"schedule {bad['schedule']} (seed {seed}) shows {', '.join(bad['rules']) or 'no hazard'}"
+                   + (" and a deadlock" if bad["deadlock"] else "") + f"; {failing} of {n} schedules show one")

@@ -38,7 +38,7 @@ from pathlib import Path
 
 from attrs import frozen
 
-from simtc.cli._common import UsageError, int_in, int_list
+from simtc.cli._common import UsageError, int_in, int_list, schedules_summary
 
 __all__ = ["LaunchInput", "cuda_param_names", "launch_inputs", "load_kernel", "out_dir", "register", "run",
            "simtc_arguments"]
@@ -472,18 +472,7 @@ def _schedules(args, timing, outputs, arrays) -> int:
     if args.json:
         emit_json(dict(report.to_json(), program=name, schedule_seed=args.schedule_seed, outputs=outputs))
     else:
-        bad = report.first_failing
-        n = len(report.runs)
-        cycles = [r["cycles"] for r in report.runs]
-        text = f"{name}: {n} schedule(s), {min(cycles)}-{max(cycles)} cycles; "
-        if bad is None:
-            text += "all clean"
-        else:
-            seed = "none: the table's timing" if bad["seed"] is None else str(bad["seed"])
-            failing = sum(1 for r in report.runs if r["rules"] or r["deadlock"])
-            text += (f"schedule {bad['schedule']} (seed {seed}) shows {', '.join(bad['rules']) or 'no hazard'}"
-                     + (" and a deadlock" if bad["deadlock"] else "") + f"; {failing} of {n} schedules show one")
-        print("\n".join(textwrap.wrap(text, 100, subsequent_indent="    ")))
+        print("\n".join(textwrap.wrap(schedules_summary(name, report), 100, subsequent_indent="    ")))
     return 0 if report.first_failing is None else 1
 
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import sys
 
-from simtc.cli._common import add_output_options, int_in, output_path
+from simtc.cli._common import add_output_options, int_in, output_path, schedules_summary
 
 __all__ = ["TensorSource", "load_program", "load_tensors", "register", "run", "tensor_sources"]
 
@@ -281,18 +281,8 @@ def _schedules(args, program, mode: str, tensors: dict) -> int:
     else:
         import textwrap
 
-        bad = report.first_failing
-        n = len(report.runs)
-        cycles = [r["cycles"] for r in report.runs]
-        text = f"{program.name}: {n} schedule(s), {min(cycles)}-{max(cycles)} cycles; "
-        if bad is None:
-            text += "all clean"
-        else:
-            seed = "none: the table's timing" if bad["seed"] is None else str(bad["seed"])
-            failing = sum(1 for r in report.runs if r["rules"] or r["deadlock"])
-            text += (f"schedule {bad['schedule']} (seed {seed}) shows {', '.join(bad['rules']) or 'no hazard'}"
-                     + (" and a deadlock" if bad["deadlock"] else "") + f"; {failing} of {n} schedules show one")
-        print("\n".join(textwrap.wrap(text, args.term_width or 100, subsequent_indent="    ")))
+        print("\n".join(textwrap.wrap(schedules_summary(program.name, report), args.term_width or 100,
+                                       subsequent_indent="    ")))
     return 0 if report.first_failing is None else 1
 
 
