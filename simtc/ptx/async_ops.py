@@ -14,7 +14,7 @@ and a ``tcgen05.cp``/``mma`` operand read see the same bytes.
 **Issue.** ``tcgen05.mma``/``cp``/``commit`` and the ``mbarrier`` operations are per thread: every executing lane
 issues its own, in ascending lane order (kernels elect one thread). The ``.sync.aligned`` instructions
 (``tcgen05.alloc``/``dealloc``/``relinquish_alloc_permit``/``ld``/``st``/``wait``) are issued once by the whole
-converged warp with the same operands in every thread (PTX ISA 9.0 §9.7.16.6, Table 46); anything else is a
+converged warp with the same operands in every thread (PTX ISA 9.0 §9.7.16.5, Table 46); anything else is a
 :class:`~simtc.ptx.errors.KernelFault`.
 
 **Untimed.** As in :mod:`simtc.semantics`, every asynchronous operation completes when it is issued: a
@@ -27,7 +27,7 @@ converged warp with the same operands in every thread (PTX ISA 9.0 §9.7.16.6, T
 :class:`~simtc.semantics.MbarrierState`. PTX calls the object's contents opaque (§9.7.13.15.2), so the 8 bytes
 hold **simtc's own encoding** of that state (:func:`mbarrier_image`: bits 0-19 pending arrivals, 20-39 expected
 arrivals, 40-60 tx-count in two's complement, bit 63 the current phase's parity); an access other than an mbarrier
-instruction that changes them is reported when the barrier is next used (§9.7.13.15.8). The 64-bit *state* an
+instruction that changes them is reported when the barrier is next used (§9.7.13.15). The 64-bit *state* an
 arrive returns is the same encoding, taken right after the arrival with the parity of the phase it arrived on
 (§9.7.13.15.13: the state of the phase prior to the arrive); ``mbarrier.pending_count`` reads its pending count
 (simtc's reading of §9.7.13.15.17 [inferred]).
@@ -94,8 +94,8 @@ __all__ = ["HANDLERS", "MBARRIER_SIZE", "install", "issued", "mbarrier_image", "
 MBARRIER_SIZE = 8
 """Bytes of an mbarrier object, also its alignment (PTX ISA 9.0 §9.7.13.15.1)."""
 _REF_MBAR = "PTX ISA 9.0 §9.7.13.15"
-_REF_ISSUE = "PTX ISA 9.0 §9.7.16.6 Table 46 (.sync.aligned: one converged warp, the same operands)"
-_REF_CTA_GROUP = "PTX ISA 9.0 §9.7.16.6 Table 46 (.cta_group::2: a CTA pair of a cluster)"
+_REF_ISSUE = "PTX ISA 9.0 §9.7.16.5 Table 46 (.sync.aligned: one converged warp, the same operands)"
+_REF_CTA_GROUP = "PTX ISA 9.0 §9.7.16.5 Table 46 (.cta_group::2: a CTA pair of a cluster)"
 _REF_MMA = "PTX ISA 9.0 §9.7.16.10.9"
 _REF_LDST = "PTX ISA 9.0 §9.7.16.8.3"
 _BLOCK: list[int] = []

@@ -19,8 +19,8 @@ order (kernels elect one thread for TMA).
   shared::cta -> shared::cluster within the CTA: ``size`` bytes, both addresses 16-byte aligned, a multiple of
   16 bytes (§9.7.9.25.4.1).
 * ``cp.async.ca/cg.shared.global [dst], [src], cp-size{, src-size}{, ignore-src}``: ``cp-size`` bytes with the
-  bytes past ``src-size`` zero (§9.7.9.24.3); ``cp.async.mbarrier.arrive.noinc`` arrives on the mbarrier, the
-  form without ``.noinc`` leaves its pending count as it was (it adds one and arrives, §9.7.9.24.7).
+  bytes past ``src-size`` zero (§9.7.9.25.3.1); ``cp.async.mbarrier.arrive.noinc`` arrives on the mbarrier, the
+  form without ``.noinc`` leaves its pending count as it was (it adds one and arrives, §9.7.13.15.15).
 
 **Untimed**, as :mod:`simtc.semantics`: a copy has completed when it is issued, so ``cp.async.bulk.commit_group``,
 ``cp.async.bulk.wait_group(.read)``, ``cp.async.commit_group``, ``cp.async.wait_group``/``wait_all`` and the
@@ -54,8 +54,8 @@ __all__ = ["install"]
 _REF_TENSOR = "PTX ISA 9.0 §9.7.9.25.5.2 (cp.async.bulk.tensor)"
 _REF_REDUCE = "PTX ISA 9.0 §9.7.9.25.5.3 (cp.reduce.async.bulk.tensor)"
 _REF_BULK = "PTX ISA 9.0 §9.7.9.25.4.1 (cp.async.bulk)"
-_REF_CPASYNC = "PTX ISA 9.0 §9.7.9.24.3 (cp.async)"
-_REF_ARRIVE = "PTX ISA 9.0 §9.7.9.24.7 (cp.async.mbarrier.arrive)"
+_REF_CPASYNC = "PTX ISA 9.0 §9.7.9.25.3.1 (cp.async)"
+_REF_ARRIVE = "PTX ISA 9.0 §9.7.13.15.15 (cp.async.mbarrier.arrive)"
 _REDUCTIONS = ("add", "min", "max", "inc", "dec", "and", "or", "xor")
 _UNTIMED = ("accepted: simtc's copies complete when issued (untimed, as simtc.semantics), so there is nothing "
             "left to wait for")
@@ -450,7 +450,7 @@ def _cp(ins: Instruction, c):
             return _tensor_store(ins, c, None)
         return _bulk(ins, c)
     raise PtxUnsupported(f"{ins.name} (PTX line {ins.line}): not modelled", rule="modelled cp.* forms",
-                         ref="PTX ISA 9.0 §9.7.9.24-25")
+                         ref="PTX ISA 9.0 §9.7.9.25")
 
 
 def install(handlers: dict, refused: dict) -> None:
