@@ -782,7 +782,7 @@ def _build_bfe(ctx: _Ctx) -> AluOp:
     _check_arity(ctx, 3, "int")
     dt = _U[w]
 
-    # PTX ISA 9.0 §9.7.1 takes pos and len from bits 7..0 of b and c; the H200 does so for 32-bit types, but
+    # PTX ISA 9.0 §9.7.1.19 takes pos and len from bits 7..0 of b and c; the H200 does so for 32-bit types, but
     # its 64-bit sequence uses the whole 32-bit values (tests/data/h200_ptx_alu.npz): simtc follows the H200
     field = np.uint32(0xFF) if w == 32 else np.uint32(0xFFFFFFFF)
 
@@ -960,7 +960,7 @@ def _build_mov(ctx: _Ctx) -> AluOp:
 
 
 _PRMT_MODES = {
-    # d.b0, d.b1, d.b2, d.b3 for c[1:0] = 0..3 (PTX ISA 9.0 §9.7.9 prmt, the mode table)
+    # d.b0, d.b1, d.b2, d.b3 for c[1:0] = 0..3 (PTX ISA 9.0 §9.7.9.7 prmt, the mode table)
     "f4e": ((0, 1, 2, 3), (1, 2, 3, 4), (2, 3, 4, 5), (3, 4, 5, 6)),
     "b4e": ((0, 7, 6, 5), (1, 0, 7, 6), (2, 1, 0, 7), (3, 2, 1, 0)),
     "rc8": ((0, 0, 0, 0), (1, 1, 1, 1), (2, 2, 2, 2), (3, 3, 3, 3)),
@@ -1089,7 +1089,7 @@ def _build_float_arith(ctx: _Ctx) -> AluOp:
 
 def _mufu_div(ftz: bool, approx: bool) -> Callable:
     """div.approx.f32 is a * rcp.approx(b); div.full.f32 a full-range approximation (2 ulp, PTX ISA 9.0
-    §9.7.3): both modelled by correctly rounded values (an approximation, see the module text)."""
+    §9.7.3.8): both modelled by correctly rounded values (an approximation, see the module text)."""
     def fn(a, b):
         with np.errstate(all="ignore"):
             if ftz:
@@ -1097,7 +1097,7 @@ def _mufu_div(ftz: bool, approx: bool) -> Callable:
             x = a.view(np.float32)
             y = b.view(np.float32)
             r = x / y
-            if approx:  # PTX ISA 9.0 §9.7.3: for 2**126 < |b| < 2**128 the result is 0 (NaN for an infinite a)
+            if approx:  # PTX ISA 9.0 §9.7.3.8: for 2**126 < |b| < 2**128 the result is 0 (NaN for an infinite a)
                 big = (np.abs(y) > np.float32(2.0**126)) & np.isfinite(y)
                 r = np.where(big, np.where(np.isinf(x), np.float32(np.nan), np.float32(0) * np.sign(x) * np.sign(y)), r)
             r = np.where(r != r, np.float32(np.nan), r)

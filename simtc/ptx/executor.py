@@ -306,7 +306,7 @@ def compile_kernel(module: Module, kernel: str, device: Device, img: ModuleImage
 
 def _conv(src_t: str, dst_t: str, signed_from: str) -> Callable | None:
     """Bits of type ``src_t``'s width to ``dst_t``'s width: truncated, or zero-/sign-extended (sign when
-    ``signed_from`` is a signed type): PTX ISA 9.0 §6.4.2 (operand size rules)."""
+    ``signed_from`` is a signed type): PTX ISA 9.0 §9.4.1 (operand size exceeding the instruction type)."""
     ws, wd = _width(src_t), _width(dst_t)
     if ws == wd or 1 in (ws, wd) or 128 in (ws, wd):
         return None
@@ -320,7 +320,7 @@ def _conv(src_t: str, dst_t: str, signed_from: str) -> Callable | None:
 
 
 def _imm_bits(imm: Imm, t: str) -> int | bool:
-    """An immediate's raw bits in type ``t`` (PTX ISA 9.0 §4.5.1: ``0f``/``0d`` literals are bit patterns)."""
+    """An immediate's raw bits in type ``t`` (PTX ISA 9.0 §4.5.2: ``0f``/``0d`` literals are bit patterns)."""
     if t == "pred":
         return bool(imm.value)
     w = _width(t)
@@ -482,7 +482,7 @@ class _Compiler:
             self.code.special_slots.append((i, name))
             return i, t
         raise PtxSyntaxError(f"{self.fn.name}: register {name} is not declared", rule="registers are declared",
-                             ref="PTX ISA 9.0 §5.2")
+                             ref="PTX ISA 9.0 §5.1.1")
 
     def reader(self, op, t: str) -> Callable[[Frame], np.ndarray]:
         """A function of the frame giving operand ``op`` read as type ``t``."""
@@ -897,7 +897,7 @@ def _mem_mods(ins: Instruction) -> tuple[str, int, str]:
             if md in ("shared::cluster",):
                 raise PtxUnsupported(f"{ins.name} (PTX line {ins.line}): .shared::cluster accesses other CTAs' "
                                      "shared memory; clusters come in a later step",
-                                     rule="clusters of one CTA", ref="PTX ISA 9.0 §5.1.5")
+                                     rule="clusters of one CTA", ref="PTX ISA 9.0 §5.1.7")
             space = base
         elif md in ("v2", "v4", "v8"):
             vec = int(md[1:])
@@ -915,11 +915,11 @@ def _ld(ins: Instruction, c: _Compiler):
     items = list(dst.items) if isinstance(dst, Vector) else [dst]
     if len(items) != vec:
         raise PtxUnsupported(f"{ins.name}: {len(items)} destinations for .v{vec}", rule="vector operands",
-                             ref="PTX ISA 9.0 §9.7.9")
+                             ref="PTX ISA 9.0 §9.7.9.8")
     addr = c.address(ins.operands[1], space)
     w8 = _width(t)
     if w8 == 128:
-        raise PtxUnsupported(f"{ins.name}: .b128 loads", rule="load types", ref="PTX ISA 9.0 §9.7.9")
+        raise PtxUnsupported(f"{ins.name}: .b128 loads", rule="load types", ref="PTX ISA 9.0 §9.7.9.8")
     size = w8 // 8 * vec
     et = _U[w8]
     puts = [c.putter(d, t) for d in items]
@@ -940,7 +940,7 @@ def _st(ins: Instruction, c: _Compiler):
     addr = c.address(ins.operands[0], space)
     w8 = _width(t)
     if w8 == 128:
-        raise PtxUnsupported(f"{ins.name}: .b128 stores", rule="store types", ref="PTX ISA 9.0 §9.7.9")
+        raise PtxUnsupported(f"{ins.name}: .b128 stores", rule="store types", ref="PTX ISA 9.0 §9.7.9.11")
     a0 = ins.operands[0]
     if space == "param" and c.fn.entry and not (isinstance(a0, Address) and isinstance(a0.base, Sym)
                                                  and a0.base.name not in {p.name for p in c.fn.params}):
@@ -961,7 +961,7 @@ def _st(ins: Instruction, c: _Compiler):
 
 @handler("mov")
 def _mov(ins: Instruction, c: _Compiler):
-    """``mov`` of a variable's address, or a vector pack/unpack (PTX ISA 9.0 §9.7.9, mov)."""
+    """``mov`` of a variable's address, or a vector pack/unpack (PTX ISA 9.0 §9.7.9.3, §9.7.9.4, mov)."""
     t = ins.modifiers[-1]
     d, s = ins.operands
     if isinstance(s, Vector):  # pack {a, b, ...} into d, lowest item in the low bits
@@ -1002,12 +1002,12 @@ def _mov(ins: Instruction, c: _Compiler):
 
 @handler("cvta")
 def _cvta(ins: Instruction, c: _Compiler):
-    """``cvta.space`` (to generic) and ``cvta.to.space`` (from generic); PTX ISA 9.0 §9.7.9 (cvta)."""
+    """``cvta.space`` (to generic) and ``cvta.to.space`` (from generic); PTX ISA 9.0 §9.7.9.20 (cvta)."""
     mods = ins.modifiers
     to = "to" in mods
     space = next((m.split("::")[0] for m in mods if m.split("::")[0] in _SPACES), None)
     if space is None:
-        raise PtxUnsupported(f"{ins.name}: no state space", rule="cvta spaces", ref="PTX ISA 9.0 §9.7.9")
+        raise PtxUnsupported(f"{ins.name}: no state space", rule="cvta spaces", ref="PTX ISA 9.0 §9.7.9.20")
     t = mods[-1]
     d, s = ins.operands
     rd = c.reader(s, t) if not isinstance(s, Sym) else None
@@ -1123,7 +1123,7 @@ def _bra(ins: Instruction, c: _Compiler):
     target = c.fn.labels.get(getattr(ins.operands[-1], "name", None)) if ins.operands else None
     if target is None:
         raise PtxSyntaxError(f"line {ins.line}: branch target {ins.operands} is no label", rule="branch targets",
-                             ref="PTX ISA 9.0 §9.7.12")
+                             ref="PTX ISA 9.0 §9.7.12.3")
     pc = c.pc
     nxt = pc + 1
     g = ins.guard
@@ -1160,7 +1160,7 @@ def _exit(ins: Instruction, c: _Compiler):
 
 @handler("ret")
 def _ret(ins: Instruction, c: _Compiler):
-    if c.fn.entry:  # ret from a kernel ends its threads, like exit (PTX ISA 9.0 §9.7.12, ret)
+    if c.fn.entry:  # ret from a kernel ends its threads, like exit (PTX ISA 9.0 §9.7.12.6, ret)
         return _exit(ins, c)
     end = c.code.exit_pc
     pc = c.pc
@@ -1191,7 +1191,7 @@ def _trap(ins: Instruction, c: _Compiler):
     def body(w, f, e, m, full):
         lane = int(m.nonzero()[0][0])
         err = KernelFault("trap: the kernel aborted (trap instruction)", rule="trap aborts the kernel",
-                          ref="PTX ISA 9.0 §9.7.19")
+                          ref="PTX ISA 9.0 §9.7.19.4")
         err.lane = lane
         raise err
     return body
@@ -1217,25 +1217,25 @@ def _call(ins: Instruction, c: _Compiler):
     target = ins.call_target
     if not isinstance(target, Sym):
         raise PtxUnsupported(f"{ins.name} (PTX line {ins.line}): indirect call through {target}",
-                             rule="direct calls", ref="PTX ISA 9.0 §9.7.12")
+                             rule="direct calls", ref="PTX ISA 9.0 §9.7.12.5")
     name = target.name
     callee_fn = c.kc.module.functions.get(name)
     if callee_fn is None:
         raise PtxSyntaxError(f"line {ins.line}: call of {name}, which is not declared", rule="callees are declared",
-                             ref="PTX ISA 9.0 §9.7.12")
+                             ref="PTX ISA 9.0 §9.7.12.5")
     if name == "vprintf":
         return _vprintf(ins, c)
     if name == "__assertfail":
         return _assertfail(ins, c)
     if callee_fn.is_declaration:
         raise PtxUnsupported(f"call of {name}: an external function without a body (simtc links no device "
-                             "libraries)", rule="callees have bodies", ref="PTX ISA 9.0 §9.7.12")
+                             "libraries)", rule="callees have bodies", ref="PTX ISA 9.0 §9.7.12.5")
     callee = c.kc.functions[name]
     args = list(ins.operands)
     if len(args) != len(callee_fn.params) or len(ins.call_returns) > len(callee_fn.returns):
         raise PtxSyntaxError(f"line {ins.line}: call of {name} with {len(args)} arguments; it takes "
                              f"{len(callee_fn.params)}", rule="call arguments match the prototype",
-                             ref="PTX ISA 9.0 §9.7.12")
+                             ref="PTX ISA 9.0 §9.7.12.5")
     in_copies = []  # (caller param offset or reader, callee offset, size)
     for a, p in zip(args, callee_fn.params, strict=True):
         off, size = callee.params[p.name]
@@ -1247,7 +1247,7 @@ def _call(ins: Instruction, c: _Compiler):
     for r, p in zip(ins.call_returns, callee_fn.returns, strict=False):
         if not (isinstance(r, Sym) and r.name in c.code.params):
             raise PtxUnsupported(f"line {ins.line}: return value into {r} (not a .param variable)",
-                                 rule="return values through .param", ref="PTX ISA 9.0 §9.7.12")
+                                 rule="return values through .param", ref="PTX ISA 9.0 §9.7.12.5")
         out_copies.append((c.code.params[r.name][0] + r.offset, callee.params[p.name][0], callee.params[p.name][1]))
     nxt = c.pc + 1
 
@@ -1522,12 +1522,12 @@ _LANE64 = np.arange(32, dtype=np.int64)
 
 @handler("shfl")
 def _shfl(ins: Instruction, c: _Compiler):
-    """``shfl.sync.mode.b32 d[|p], a, b, c, membermask`` (PTX ISA 9.0 §9.7.9, shfl.sync): the lane index ``j``
+    """``shfl.sync.mode.b32 d[|p], a, b, c, membermask`` (PTX ISA 9.0 §9.7.9.6, shfl.sync): the lane index ``j``
     from ``b``, the clamp ``c[4:0]`` and the segment mask ``c[12:8]``; ``p`` is whether ``j`` was in range."""
     mods = [m for m in ins.modifiers if m != "sync"]
     mode = mods[0]
     if mode not in ("up", "down", "bfly", "idx"):
-        raise PtxUnsupported(f"{ins.name}: mode .{mode}", rule="shfl modes", ref="PTX ISA 9.0 §9.7.9")
+        raise PtxUnsupported(f"{ins.name}: mode .{mode}", rule="shfl modes", ref="PTX ISA 9.0 §9.7.9.6")
     dsts, srcs = _split(ins)
     wd = c.writer(dsts[0], "b32")
     wp = c.writer(dsts[1], "pred") if len(dsts) > 1 else None
@@ -1537,7 +1537,7 @@ def _shfl(ins: Instruction, c: _Compiler):
 
     def body(w, f, e, m, full):
         if rm is not None:
-            _check_members(w, m, _uniform_mask(rm, f, m), text, "PTX ISA 9.0 §9.7.9")
+            _check_members(w, m, _uniform_mask(rm, f, m), text, "PTX ISA 9.0 §9.7.9.6")
         a = ra(f)
         b = rb(f).astype(np.int64) & 31
         cv = rc(f).astype(np.int64)
@@ -1681,7 +1681,8 @@ def _redux(ins: Instruction, c: _Compiler):
 
 
 # ------------------------------------------------------------------------------------------------------------
-# ldmatrix / stmatrix: warp-wide 8x8 b16 matrices between shared memory and registers (PTX ISA 9.0 §9.7.14.5)
+# ldmatrix / stmatrix: warp-wide 8x8 b16 matrices between shared memory and registers
+# (PTX ISA 9.0 §9.7.14.5.15, §9.7.14.5.16)
 # ------------------------------------------------------------------------------------------------------------
 
 _FRAG_ROW = (np.arange(32) // 4)
@@ -1692,11 +1693,12 @@ def _matrix_mods(ins: Instruction) -> tuple[int, bool, str]:
     mods = ins.modifiers
     if "m8n8" not in mods or mods[-1] != "b16":
         raise PtxUnsupported(f"{ins.name}: only the .m8n8 .b16 shapes are modelled (not .m16n16/.m8n16 with b8 "
-                             "or b6x16/b4x16 elements)", rule="ldmatrix/stmatrix shapes", ref="PTX ISA 9.0 §9.7.14.5")
+                             "or b6x16/b4x16 elements)", rule="ldmatrix/stmatrix shapes",
+                             ref="PTX ISA 9.0 §9.7.14.5.15")
     num = next((int(m[1:]) for m in mods if m in ("x1", "x2", "x4")), None)
     if num is None:
         raise PtxUnsupported(f"{ins.name}: needs .x1, .x2 or .x4", rule="ldmatrix/stmatrix .num",
-                             ref="PTX ISA 9.0 §9.7.14.5")
+                             ref="PTX ISA 9.0 §9.7.14.5.15")
     space = next((m.split("::")[0] for m in mods if m.split("::")[0] == "shared"), "generic")
     return num, "trans" in mods, space
 
@@ -1705,7 +1707,7 @@ def _whole_warp(w: Warp, m: np.ndarray, ins: Instruction) -> None:
     if np.count_nonzero(m) != 32:
         raise KernelFault(f"{ins.opcode}: executed by {np.count_nonzero(m)} lanes; .sync.aligned matrix loads and "
                           "stores need all 32 lanes of the warp", rule="ldmatrix/stmatrix are warp-wide",
-                          ref="PTX ISA 9.0 §9.7.14.5")
+                          ref="PTX ISA 9.0 §9.7.14.5.15")
 
 
 @handler("ldmatrix")
@@ -1717,7 +1719,7 @@ def _ldmatrix(ins: Instruction, c: _Compiler):
     items = list(d.items) if isinstance(d, Vector) else [d]
     if len(items) != num:
         raise PtxSyntaxError(f"line {ins.line}: {ins.name} takes {num} destination registers",
-                             rule="one register per matrix", ref="PTX ISA 9.0 §9.7.14.5")
+                             rule="one register per matrix", ref="PTX ISA 9.0 §9.7.14.5.15")
     addr = c.address(ins.operands[1], space)
     wrs = [c.writer(x, "b32") for x in items]
     rows_mask = np.arange(32) < 8 * num
@@ -1742,7 +1744,7 @@ def _stmatrix(ins: Instruction, c: _Compiler):
     items = list(s_.items) if isinstance(s_, Vector) else [s_]
     if len(items) != num:
         raise PtxSyntaxError(f"line {ins.line}: {ins.name} takes {num} source registers",
-                             rule="one register per matrix", ref="PTX ISA 9.0 §9.7.14.5")
+                             rule="one register per matrix", ref="PTX ISA 9.0 §9.7.14.5.16")
     addr = c.address(ins.operands[0], space)
     rds = [c.reader(x, "b32") for x in items]
     rows_mask = np.arange(32) < 8 * num
@@ -2098,7 +2100,7 @@ def launch(module: Module, kernel: str, *, grid, block, args: Sequence, shared_m
     for key in ("reqnctapercluster", "explicitcluster"):
         if key in d and (key == "explicitcluster" or int(np.prod(d[key])) > 1):
             raise PtxUnsupported(f"{kernel}: .{key} {tuple(d[key])}: clusters of more than one CTA come in a later "
-                                 "step", rule="clusters of one CTA", ref="PTX ISA 9.0 §11.4")
+                                 "step", rule="clusters of one CTA", ref="PTX ISA 9.0 §11.7")
     if not isinstance(shared_mem, int | np.integer) or shared_mem < 0:
         raise LaunchError(f"shared_mem {shared_mem!r} must be a non-negative int", rule="dynamic shared memory size")
     params = np.frombuffer(_pack_args(fn, args), np.uint8)

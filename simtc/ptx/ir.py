@@ -68,7 +68,7 @@ class Imm:
     ``0b``, with an optional ``U`` suffix) and for float literals written in PTX's exact hex forms
     (``0fXXXXXXXX`` → ``kind="f32"`` with ``value`` the 32-bit pattern, ``0dXXXXXXXXXXXXXXXX`` → ``kind="f64"``
     with the 64-bit pattern); a decimal float literal (``1.5``) has ``kind="float"`` and a Python float value.
-    PTX ISA 9.0 §4.5.1 (constants)."""
+    PTX ISA 9.0 §4.5 (constants)."""
 
     value: int | float
     kind: str = "int"  # "int" | "f32" | "f64" | "float"
