@@ -35,9 +35,10 @@ from attrs import frozen
 
 from simtc.errors import SimtcError
 
-__all__ = ["FIXED_SHAPES", "FLUSH_BYTES", "NCU_METRICS", "TIMING_SETS", "TIMING_SHAPES", "ShapeTiming", "TimingShape",
-           "device_inputs", "flops", "load_timing", "ncu_summary", "profile_call", "run_timing", "save_timing",
-           "time_shape"]
+__all__ = ["FIXED_SHAPES", "FLUSH_BYTES", "HELD_OUT_SHAPES", "NCU_L1_METRICS", "NCU_METRICS", "NCU_SECTIONS",
+           "PROFILE_SHAPES", "TIMING_SETS", "TIMING_SHAPES", "ShapeTiming", "TimingShape", "device_inputs", "flops",
+           "load_timing", "main", "ncu_summaries", "ncu_summary", "profile_call", "profile_calls", "run_timing",
+           "save_timing", "shape_named", "time_shape"]
 
 FLUSH_BYTES = 256 << 20
 """Bytes written before each timed call to flush L2 (the H200's L2 is 60 MiB)."""
@@ -78,7 +79,33 @@ FIXED_SHAPES: tuple[TimingShape, ...] = tuple(TimingShape(*s) for s in (
 scheduler's work per part and per request, a split-KV CTA's fixed cost) and a few split requests (the combine
 kernel's work). None of them is one of :data:`TIMING_SHAPES`."""
 
-TIMING_SETS = {"calls": TIMING_SHAPES, "fixed": FIXED_SHAPES}
+HELD_OUT_SHAPES: tuple[TimingShape, ...] = tuple(TimingShape(*s) for s in (
+    ("v32", 2, 1, 4096), ("v32", 8, 1, 2048), ("v32", 4, 3, 8192), ("v32", 16, 2, 32768, 65536), ("v32", 96, 3, 1024),
+    ("v32", 200, 1, 4096),
+    ("model1", 4, 1, 16384), ("model1", 8, 3, 2048), ("model1", 6, 4, 4096), ("model1", 32, 2, 4096),
+    ("model1", 100, 4, 1024), ("model1", 48, 1, 32768, 65536),
+))
+"""A second set of held-out calls, none of them a shape of :data:`TIMING_SHAPES` or :data:`FIXED_SHAPES`: batch 2 to
+200 (five of them b <= 8), s_q 1 to 4 (3 included), topk 1,024 to 32,768 (the two 32,768 ones over s_k = 65,536
+tokens), both models."""
+
+PROFILE_SHAPES: tuple[str, ...] = (
+    "v32-b8-sq1-topk2048", "v32-b2-sq1-topk4096", "model1-b4-sq1-topk16384", "model1-b8-sq3-topk2048",
+    "model1-b6-sq4-topk4096", "v32-b1-sq4-topk16384", "model1-b1-sq2-topk512", "v32-b96-sq3-topk1024",
+    "model1-b32-sq2-topk4096", "v32-b200-sq1-topk4096",
+)
+"""The shapes Nsight Compute profiles in one process (:func:`profile_calls`): seven with b <= 8, where the prologue,
+the epilogue, idle SMs and short splits weigh most, and three larger ones."""
+
+TIMING_SETS = {"calls": TIMING_SHAPES, "fixed": FIXED_SHAPES, "held-out": HELD_OUT_SHAPES}
+
+
+def shape_named(name: str) -> TimingShape:
+    """The shape of any timing set called ``name`` (``v32-b8-sq1-topk2048``)."""
+    for s in (*TIMING_SHAPES, *FIXED_SHAPES, *HELD_OUT_SHAPES):
+        if s.name == name:
+            return s
+    raise SimtcError(f"no timing shape {name!r}; known: {', '.join(s.name for s in TIMING_SHAPES)}, ...", rule=_RULE)
 
 
 def flops(shape: TimingShape) -> int:
@@ -210,12 +237,13 @@ def time_shape(build, shape: TimingShape, *, warmup: int = 5, repeats: int = 30,
     """Time FlashMLA's call at ``shape`` (see the module text) with a ``--flashmla`` build."""
     import ctypes
 
+    from simtc.hw.device import require
+
+    info = require("sm_90a")  # before cupy: no GPU here is one refusal, not an ImportError
     import cupy as cp
 
-    from simtc.hw.device import require
     from simtc.hw.flashmla import BYTES_PER_TOKEN, D_V, _timed_library, sm90_num_sm_parts
 
-    info = require("sm_90a")
     fn = _timed_library(build)
     dev = device_inputs(shape, seed)
     nb, s_q, h_q = shape.b, shape.s_q, 64
@@ -285,10 +313,21 @@ def profile_call(build_dir, name: str, seed: int = 0) -> None:
     (``ncu --kernel-name regex:splitkv --launch-skip 1 --launch-count 1 ...``: the second split-KV launch)."""
     from simtc.hw.flashmla import load_build
 
-    shape = next((s for s in (*TIMING_SHAPES, *FIXED_SHAPES) if s.name == name), None)
-    if shape is None:
-        raise SimtcError(f"no timing shape {name!r}; known: {', '.join(s.name for s in TIMING_SHAPES)}", rule=_RULE)
-    time_shape(load_build(build_dir), shape, warmup=1, repeats=1, seed=seed)
+    time_shape(load_build(build_dir), shape_named(name), warmup=1, repeats=1, seed=seed)
+
+
+def profile_calls(build_dir, names: Iterable[str], seed: int = 0, progress: Callable[[str], None] | None = None
+                  ) -> None:
+    """:func:`profile_call` for each shape in turn, in one process: under ``ncu --kernel-name regex:splitkv`` with
+    no launch skipped, the profile holds two split-KV launches per shape in this order (the second, after a
+    warm-up call, is the one :func:`ncu_summaries` keeps)."""
+    from simtc.hw.flashmla import load_build
+
+    build = load_build(build_dir)
+    for n in names:
+        if progress:
+            progress(f"profiling {n}")
+        time_shape(build, shape_named(n), warmup=1, repeats=1, seed=seed)
 
 
 NCU_METRICS = {
@@ -301,21 +340,52 @@ NCU_METRICS = {
 the tensor pipe's active cycles, "L1/TEX Cache Throughput", "DRAM Throughput"."""
 
 
-def ncu_summary(path) -> dict:
-    """What a ``ncu --csv --page raw`` profile of one split-KV launch says (Nsight Compute's raw metric names):
-    ``utilization`` (fractions of peak, :data:`NCU_METRICS`), ``duration_ns``, ``sm_clock_hz`` (the SM clock during
-    the launch: ``gpc__cycles_elapsed.avg.per_second``), ``grid``, ``block`` and ``stalls`` (warps stalled per issued
-    instruction, by reason: ``smsp__average_warps_issue_stalled_<reason>_per_issue_active.ratio``)."""
+NCU_SECTIONS = ("SpeedOfLight", "ComputeWorkloadAnalysis", "MemoryWorkloadAnalysis", "WarpStateStats",
+                "SchedulerStats", "Occupancy", "LaunchStats")
+"""The Nsight Compute sections of a split-KV profile."""
+NCU_L1_METRICS = (
+    "l1tex__data_pipe_lsu_wavefronts.sum", "l1tex__data_pipe_lsu_wavefronts_mem_shared.sum",
+    "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum", "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum",
+    "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum", "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum",
+    "l1tex__t_sectors_pipe_lsu_mem_global_op_ld_lookup_hit.sum", "l1tex__m_xbar2l1tex_read_sectors.sum",
+    "smsp__inst_executed_op_global_ld.sum", "smsp__inst_executed_op_shared_ld.sum",
+    "smsp__inst_executed_op_shared_st.sum", "sm__cycles_active.avg", "sm__cycles_active.sum", "sm__cycles_elapsed.max",
+    "lts__t_sector_hit_rate.pct", "dram__bytes.sum.per_second", "gpc__cycles_elapsed.avg.per_second",
+)
+"""Raw counters added to the sections: the L1 data pipe's wavefronts (global loads, shared loads and stores), the
+global loads' requests and sectors, the SMs' active cycles, the L2 hit rate and the bytes read from DRAM (each seen
+in an earlier profile on the same device, ``tests/data/ncu/``)."""
+
+
+def _ncu_tables(path) -> list[dict]:
     import csv
 
-    rows = list(csv.reader(Path(path).read_text().splitlines()))
+    text = Path(path).read_text()
+    rows = list(csv.reader(ln for ln in text.splitlines() if ln.startswith('"')))
     try:
         i = next(i for i, r in enumerate(rows) if r and r[0] == "ID")
     except StopIteration:
         raise SimtcError(f"{path}: no metric table (a `ncu --csv --page raw` output)", rule="Nsight Compute CSV") \
             from None
-    values = dict(zip(rows[i], rows[i + 2], strict=False))
+    return [dict(zip(rows[i], r, strict=False)) for r in rows[i + 2:] if r and r[0] != "ID"]
 
+
+def ncu_summaries(path, *, every: int = 1, keep: int = 0) -> list[dict]:
+    """:func:`ncu_summary` of each launch of a profile holding several (``every`` launches per shape, the
+    ``keep``-th of each kept: :func:`profile_calls` profiles give ``every=2, keep=1``)."""
+    tables = _ncu_tables(path)
+    return [_summary(path, v) for v in tables[keep::every]]
+
+
+def ncu_summary(path) -> dict:
+    """What a ``ncu --csv --page raw`` profile of one split-KV launch says (Nsight Compute's raw metric names):
+    ``utilization`` (fractions of peak, :data:`NCU_METRICS`), ``duration_ns``, ``sm_clock_hz`` (the SM clock during
+    the launch: ``gpc__cycles_elapsed.avg.per_second``), ``grid``, ``block`` and ``stalls`` (warps stalled per issued
+    instruction, by reason: ``smsp__average_warps_issue_stalled_<reason>_per_issue_active.ratio``)."""
+    return _summary(path, _ncu_tables(path)[0])
+
+
+def _summary(path, values: dict) -> dict:
     def num(name: str) -> float:
         v = values.get(name)
         if v is None:
@@ -329,4 +399,60 @@ def ncu_summary(path) -> dict:
             "grid": values.get("Grid Size"), "block": values.get("Block Size"),
             "duration_ns": num("gpu__time_duration.sum"), "sm_clock_hz": num("gpc__cycles_elapsed.avg.per_second"),
             "utilization": {k: num(m) / 100 for k, m in NCU_METRICS.items()},
-            "stalls": dict(sorted(stalls.items(), key=lambda kv: -kv[1]))}
+            "stalls": dict(sorted(stalls.items(), key=lambda kv: -kv[1])),
+            "counters": {k: float(values[k].replace(",", "")) for k in NCU_L1_METRICS
+                         if values.get(k, "").replace(",", "").replace(".", "", 1).isdigit()}}
+
+
+def main(argv=None) -> int:
+    """``python -m simtc.hw.flashmla_timing time --build DIR --set held-out --out FILE.json`` (whole calls, as
+    ``simtc crosscheck --timing`` times them) or ``... profile --build DIR [--shapes A,B]`` (the calls Nsight Compute
+    profiles: :func:`profile_calls`)."""
+    import argparse
+    import sys
+
+    ap = argparse.ArgumentParser(prog="python -m simtc.hw.flashmla_timing", description=main.__doc__.split("\n")[0])
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    t = sub.add_parser("time", help="time whole calls of a timing set")
+    t.add_argument("--build", required=True)
+    t.add_argument("--set", choices=sorted(TIMING_SETS), default="held-out")
+    t.add_argument("--out", required=True)
+    t.add_argument("--repeats", type=int, default=30)
+    pr = sub.add_parser("profile", help="one untimed and one timed call per shape (for Nsight Compute)")
+    pr.add_argument("--build", required=True)
+    pr.add_argument("--shapes", default=",".join(PROFILE_SHAPES))
+    a = ap.parse_args(argv)
+    try:
+        if a.cmd == "profile":
+            profile_calls(a.build, [n for n in a.shapes.split(",") if n], progress=lambda s: print(s, flush=True))
+            return 0
+        from simtc.hw.device import describe
+        from simtc.hw.flashmla import load_build
+
+        b = load_build(a.build)
+        meta = {"flashmla_commit": b.commit, "cutlass_commit": b.manifest.get("cutlass_commit"),
+                "nvcc": b.manifest.get("nvcc"), "device": describe(), "set": a.set,
+                "command": f"python -m simtc.hw.flashmla_timing time --build {a.build} --set {a.set} "
+                           f"--out {Path(a.out).name}"}
+        rows, failed = [], []
+        for shape in TIMING_SETS[a.set]:  # one shape at a time, saved after each: a failure keeps the others
+            try:
+                r = time_shape(b, shape, repeats=a.repeats)
+            except SimtcError as e:
+                failed.append(f"{shape.name}: {e}")
+                print(f"{shape.name}: error: {e}", flush=True)
+                continue
+            rows.append(r)
+            print(f"{r.shape.name:28s} call {r.call_ms * 1e3:9.1f} us  split-KV {r.splitkv_ms * 1e3:9.1f} us",
+                  flush=True)
+            save_timing(a.out, rows, meta={**meta, **({"failed": failed} if failed else {})})
+        if failed:
+            return 1
+    except SimtcError as e:
+        print(f"python -m simtc.hw.flashmla_timing: error: {e}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
