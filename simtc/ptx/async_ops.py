@@ -38,11 +38,14 @@ operation that completes the phase wakes it. When every warp waits, the executor
 warp's PTX line and what it waits on (the barrier, its address and the parity). ``mbarrier.test_wait`` never
 suspends. A ``tcgen05.alloc`` that finds no free columns suspends likewise until a ``tcgen05.dealloc``.
 
-**wgmma** (sm_90a): the semantics take a warpgroup's whole (128, N/2) accumulator fragment
-(:func:`simtc.mma.wgmma.wgmma_mma_async`), so a ``wgmma.mma_async`` waits until all four warps of its warpgroup have
-issued it (every warp must, with the same descriptors: PTX ISA 9.0 §9.7.15.1), then executes once on the fragment
-gathered from the four warps' registers (thread 32w + l, register i) and writes each warp's rows back;
-``wgmma.fence``/``commit_group``/``wait_group`` are their records, ordering only. A from registers (RS) is refused.
+**wgmma** (sm_90a): the semantics take a warpgroup's whole accumulator fragment (:mod:`simtc.mma.wgmma`: N/2
+``.f32`` or N/4 ``.f16x2`` registers per thread), so a ``wgmma.mma_async`` waits until all four warps of its
+warpgroup have issued it (every warp must, with the same descriptors: PTX ISA 9.0 §9.7.15.1), then executes once on
+the fragment gathered from the four warps' registers (thread 32w + l, register i) and writes each warp's rows back.
+A from shared memory (SS: ``d, a-desc, b-desc, ...``) and from registers (RS: ``d, {a0, a1, a2, a3}, b-desc, ...``,
+A's (128, 4) registers gathered the same way) with ``.bf16`` or ``.f16`` inputs and an ``.f32`` or ``.f16`` D
+(``.bf16`` with an ``.f32`` D only); ``wgmma.fence``/``commit_group``/``wait_group`` are their records, ordering
+only. ``.tf32``, ``.e4m3``/``.e5m2``, ``.s8``/``.u8``, ``.b1`` inputs and ``.sp`` are refused by name.
 
 **Refused by name** (:class:`~simtc.ptx.errors.PtxUnsupported`): clusters and CTA pairs (``.cta_group::2``,
 ``.multicast::cluster``), sparse and block-scaled MMAs, ``.ashift``, a non-zero ``disable-output-lane``,
@@ -873,11 +876,13 @@ _TC: dict[str, Callable] = {
 
 
 # ------------------------------------------------------------------------------------------------------------
-# wgmma (sm_90a): one record per warpgroup, its (128, N/2) fragment gathered from the four warps
+# wgmma (sm_90a): one record per warpgroup, its fragments gathered from the four warps
 # ------------------------------------------------------------------------------------------------------------
 
 _REF_WGMMA = "PTX ISA 9.0 §9.7.15.5.2"
-_WG_TYPES = {"bf16": "bf16", "f16": "fp16", "tf32": "tf32", "e4m3": "e4m3", "e5m2": "e5m2"}
+_WG_TYPES = {"bf16": "bf16", "f16": "fp16"}
+_WG_REFUSED = {"tf32": "tf32 (k8)", "e4m3": "e4m3 (k32)", "e5m2": "e5m2 (k32)", "s8": "s8 (k32)", "u8": "u8 (k32)",
+               "b1": "b1 (k256)"}
 _WG_D = {"f32": "fp32", "f16": "fp16"}
 
 
@@ -905,7 +910,7 @@ def _wgmma(ins: Instruction, c):
 @define(eq=False)
 class _WgIssue:
     """The warps of a warpgroup that have issued one wgmma.mma_async so far: warp -> (warp, frame, entry, mask,
-    full, accumulator bits (32, N/2), operand values)."""
+    full, accumulator bits (32, N/2 or N/4), uniform operand values, A's registers (32, 4) or None)."""
 
     arrived: dict = field(factory=dict)
 
@@ -917,33 +922,62 @@ def _wg_mma(ins: Instruction, c):
                              "m64nNkK.<d>.<a>.<b>", rule="modelled wgmma forms", ref=_REF_WGMMA)
     shape, d_t, a_t, b_t = mods
     n, k = (int(x) for x in shape[4:].split("k"))
+    for t in (a_t, b_t):
+        if t in _WG_REFUSED:
+            raise PtxUnsupported(f"{ins.name} (PTX line {ins.line}): wgmma with .{_WG_REFUSED[t]} inputs is not "
+                                 "modelled (simtc's wgmma takes .bf16 and .f16, K = 16)", rule="modelled wgmma types",
+                                 ref=_REF_WGMMA)
     if a_t != b_t or a_t not in _WG_TYPES or d_t not in _WG_D:
         raise PtxUnsupported(f"{ins.name} (PTX line {ins.line}): .{d_t}.{a_t}.{b_t} is not modelled",
                              rule="modelled wgmma types", ref=_REF_WGMMA)
+    dtype, d_dtype = _WG_TYPES[a_t], _WG_D[d_t]
+    if dtype == "bf16" and d_dtype == "fp16":
+        raise PtxSyntaxError(f"line {ins.line}: {ins.name}: .bf16 inputs accumulate into .f32 only",
+                             rule="wgmma .bf16 needs an .f32 accumulator", ref=_REF_WGMMA)
+    if k != 16:
+        raise PtxSyntaxError(f"line {ins.line}: {ins.name}: .{a_t} inputs have K = 16, not {k}",
+                             rule="K = 32 bytes of the input type", ref=_REF_WGMMA)
     ops = list(ins.operands)
-    if isinstance(ops[1], Vector):
-        raise PtxUnsupported(f"{ins.name} (PTX line {ins.line}): A from registers (the RS form) is not modelled "
-                             "(simtc's wgmma semantics read A through a shared-memory descriptor)",
-                             rule="modelled wgmma forms", ref=_REF_WGMMA)
-    if len(ops) != 8:
+    rs = len(ops) > 1 and isinstance(ops[1], Vector)
+    if rs and len(ops) != 7:
+        raise PtxSyntaxError(f"line {ins.line}: wgmma.mma_async with A from registers takes d, {{a0, a1, a2, a3}}, "
+                             "b-desc, scale-d, imm-scale-a, imm-scale-b, imm-trans-b (A in registers is K-major: there "
+                             "is no imm-trans-a)", rule="register A has no imm-trans-a", ref=_REF_WGMMA)
+    if not rs and len(ops) != 8:
         raise PtxSyntaxError(f"line {ins.line}: wgmma.mma_async with A from shared memory takes d, a-desc, b-desc, "
                              "scale-d, imm-scale-a, imm-scale-b, imm-trans-a, imm-trans-b", rule="wgmma operands",
                              ref=_REF_WGMMA)
     dregs = _regs(ops[0])
+    per = 2 if d_dtype == "fp32" else 4
+    if len(dregs) != n // per:
+        raise PtxSyntaxError(f"line {ins.line}: {ins.name} has {len(dregs)} accumulator registers; an .{d_t} D of "
+                             f"m64n{n} is {n // per} per thread", rule="wgmma accumulator registers",
+                             ref="PTX ISA 9.0 §9.7.15.5.1")
+    if rs and len(_regs(ops[1])) != 4:
+        raise PtxSyntaxError(f"line {ins.line}: {ins.name}: A from registers is four .b32 registers per thread, "
+                             f"not {len(_regs(ops[1]))}", rule="A from registers is four .b32 registers per thread",
+                             ref="PTX ISA 9.0 §9.7.15.5.1")
     rds = [c.reader(r, "b32") for r in dregs]
     wrs = [c.writer(r, "b32") for r in dregs]
-    a_of, b_of, sd_of = c.reader(ops[1], "b64"), c.reader(ops[2], "b64"), c.reader(ops[3], "pred")
+    a_rds = [c.reader(r, "b32") for r in _regs(ops[1])] if rs else None
+    a_of = None if rs else c.reader(ops[1], "b64")
+    b_of, sd_of = c.reader(ops[2], "b64"), c.reader(ops[3], "pred")
     imms = [int(o.value) if isinstance(o, Imm) else None for o in ops[4:]]
     if None in imms:
         raise PtxSyntaxError(f"line {ins.line}: imm-scale-a/b and imm-trans-a/b are immediates", rule="wgmma operands",
                              ref=_REF_WGMMA)
-    sa, sb, ta, tb = imms
-    scratch = "wgmma.d"
+    if rs:
+        sa, sb, tb = imms
+        ta = 0
+    else:
+        sa, sb, ta, tb = imms
+    scratch, scratch_a = "wgmma.d", "wgmma.a"
+    kw = dict(d_dtype=d_dtype, a_major="MN" if ta else "K", b_major="MN" if tb else "K", scale_a=sa, scale_b=sb)
     pending: dict = {}
 
     def body(w, f, e, m, full):
         lanes = _converged(w, m, ins)
-        ops_now = (_uniform(a_of(f)[lanes], lanes, ins, "A descriptor"),
+        ops_now = (0 if rs else _uniform(a_of(f)[lanes], lanes, ins, "A descriptor"),
                    _uniform(b_of(f)[lanes], lanes, ins, "B descriptor"),
                    _uniform(sd_of(f)[lanes].astype(np.uint8), lanes, ins, "scale-d"))
         wg = w.wid // 4
@@ -951,31 +985,37 @@ def _wg_mma(ins: Instruction, c):
         issue = pending.setdefault(key, _WgIssue())
         first = next(iter(issue.arrived.values()), None)
         if first is not None and first[6] != ops_now:
-            raise _kfault(f"{ins.name}: warp {w.wid} gives operands {tuple(hex(v) for v in ops_now)}, warp "
+            what = "B descriptor, scale-d" if rs else "A descriptor, B descriptor, scale-d"
+            raise _kfault(f"{ins.name}: warp {w.wid} gives operands ({what}) {tuple(hex(v) for v in ops_now)}, warp "
                           f"{first[0].wid} of its warpgroup {tuple(hex(v) for v in first[6])}", 0,
                           rule="the warps of a warpgroup give the same wgmma operands",
                           ref="PTX ISA 9.0 §9.7.15.1")
-        acc = np.stack([r(f).astype(np.uint32) for r in rds], axis=1)
-        issue.arrived[w.wid] = (w, f, e, m, full, acc, ops_now)
+        acc = np.stack([r(f) for r in rds], axis=1).astype(np.uint32, copy=False)
+        a_regs = np.stack([r(f) for r in a_rds], axis=1).astype(np.uint32, copy=False) if rs else None
+        issue.arrived[w.wid] = (w, f, e, m, full, acc, ops_now, a_regs)
         if len(issue.arrived) < 4:
             return _wait(w, f, e, ins, f"the other warps of warpgroup {wg} to issue this wgmma.mma_async "
                          f"({len(issue.arrived)} of 4 have)", "wgmma", None)
         del pending[key]
         a, b, sd = ops_now
         lead = 4 * wg
-        rec = _model(lambda: WgmmaMmaAsync(64, n, k, _WG_TYPES[a_t], a, b, bool(sd), scratch, d_dtype=_WG_D[d_t],
-                                           a_major="MN" if ta else "K", b_major="MN" if tb else "K",
-                                           scale_a=sa, scale_b=sb), 0)
+        arrived = [issue.arrived[lead + i] for i in range(4)]
+        rec = _model(lambda: WgmmaMmaAsync(64, n, k, dtype, scratch_a if rs else a, b, bool(sd), scratch, **kw), 0)
         regs = w.cta.cta.warp_regs(lead)
-        regs[scratch] = np.concatenate([issue.arrived[lead + i][5] for i in range(4)]).view(np.float32)
+        acc = np.concatenate([x[5] for x in arrived])
+        regs[scratch] = acc.view(np.float32) if d_dtype == "fp32" else acc
+        if rs:
+            regs[scratch_a] = np.concatenate([x[7] for x in arrived])
         try:
             _model(lambda: _run(rec, w, 0, 32, warp=lead), 0)
-            out = np.ascontiguousarray(regs[scratch], dtype=np.float32).view(np.uint32)
+            out = np.ascontiguousarray(regs[scratch])
+            out = out.astype(np.float32, copy=False).view(np.uint32) if d_dtype == "fp32" else out.astype(np.uint32)
         finally:
             regs.pop(scratch, None)
+            regs.pop(scratch_a, None)
         st = _state(w.cta)
         for i in range(4):
-            ww, ff, ee, mm, fl, _, _ = issue.arrived[lead + i]
+            ww, ff, ee, mm, fl = arrived[i][:5]
             part = out[32 * i:32 * i + 32]
             for j, wr in enumerate(wrs):
                 wr(ff, np.ascontiguousarray(part[:, j]), mm, fl)

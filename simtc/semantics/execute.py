@@ -10,9 +10,10 @@ not completed: a scheduler retries it later (:func:`simtc.semantics.run_program`
 non-elected arrivals (``mbarrier.arrive``: every executing thread arrives; ``bar.sync``).
 
 Registers: ``cta.regs[warp][name]`` holds a (threads, registers) ``uint32`` array for
-``tcgen05.ld`` and ``ld.shared`` (per thread: ``width`` bytes as uint8/uint16/uint32 words), and the
-(128, N/2) ``float32`` accumulator fragment of a warpgroup for ``wgmma`` (held by the warp that
-executes the record).
+``tcgen05.ld`` and ``ld.shared`` (per thread: ``width`` bytes as uint8/uint16/uint32 words), and a
+warpgroup's ``wgmma`` registers, held by the warp that executes the record: the accumulator fragment
+((128, N/2) ``float32`` for an ``.f32`` D, (128, N/4) ``uint32`` ``.f16x2`` words for an ``.f16`` D) and,
+in the RS form, A's (128, 4) ``uint32`` registers (:mod:`simtc.mma.wgmma`).
 """
 
 from __future__ import annotations
@@ -44,7 +45,7 @@ from simtc.isa.tcgen05 import (
 from simtc.isa.tma import BulkCommitGroup, BulkWaitGroupRead, CpAsyncBulk, CpAsyncBulkTensor, CpAsyncBulkTensorStore
 from simtc.isa.wgmma import WgmmaCommitGroup, WgmmaFence, WgmmaMmaAsync, WgmmaWaitGroup
 from simtc.mma.tcgen05 import tcgen05_mma
-from simtc.mma.wgmma import wgmma_mma_async
+from simtc.mma.wgmma import wgmma_mma_async, wgmma_mma_async_rs
 from simtc.semantics.cta import Cta, MbarrierState, NamedBarrierState, SemanticsError, WouldBlock
 from simtc.smem.tma import TensorMap, gather4_load, numpy_reader
 from simtc.tmem.cp import tcgen05_cp
@@ -366,17 +367,25 @@ def _st_shared(r: StShared, cta: Cta, warp: int, threads: int) -> None:
 # ---- wgmma ----------------------------------------------------------------------------------------------
 @_apply.register
 def _wgmma(r: WgmmaMmaAsync, cta: Cta, warp: int, threads: int) -> None:
-    if isinstance(r.a, str) or r.m != 64 or r.k != 16 or r.d_dtype != "fp32":
-        raise SemanticsError(f"{r.ptx()}: simtc models m64nNk16 with A from shared memory and an f32 accumulator",
-                             rule="modelled wgmma forms", ref="PTX ISA 9.0 §9.7.15.5")
+    if r.m != 64 or r.k != 16 or r.dtype not in ("bf16", "fp16"):
+        raise SemanticsError(f"{r.ptx()}: simtc models m64nNk16 with .bf16 or .f16 inputs (A from shared memory or "
+                             "registers, an .f32 or .f16 accumulator)", rule="modelled wgmma forms",
+                             ref="PTX ISA 9.0 §9.7.15.5")
     regs = cta.warp_regs(warp)
     acc = regs.get(r.d) if r.scale_d else None
     if r.scale_d and acc is None:
         raise SemanticsError(f"{r.ptx()}: scale-d = 1 reads accumulator {r.d!r}, which warp {warp} does not hold",
                              rule="registers are written before they are read")
-    a_desc, b_desc = r.a, r.b_desc
-    out = wgmma_mma_async(cta.smem, a_desc, b_desc, n=r.n, dtype=r.dtype, a_major=r.a_major, b_major=r.b_major,
-                          acc=acc, scale_d=r.scale_d, negate_a=r.scale_a < 0, negate_b=r.scale_b < 0)
+    common = dict(n=r.n, dtype=r.dtype, b_major=r.b_major, acc=acc, scale_d=r.scale_d, negate_a=r.scale_a < 0,
+                  negate_b=r.scale_b < 0, d_dtype=r.d_dtype)
+    if isinstance(r.a, str):  # RS: the warpgroup's (128, 4) A registers, held by the executing warp
+        a_regs = regs.get(r.a)
+        if a_regs is None:
+            raise SemanticsError(f"{r.ptx()}: A is read from registers {r.a!r}, which warp {warp} does not hold",
+                                 rule="registers are written before they are read")
+        out = wgmma_mma_async_rs(cta.smem, a_regs, r.b_desc, **common)
+    else:
+        out = wgmma_mma_async(cta.smem, r.a, r.b_desc, a_major=r.a_major, **common)
     regs[r.d] = out
 
 
