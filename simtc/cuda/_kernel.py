@@ -183,6 +183,68 @@ def kernel_code(module, name: str):
     return kc
 
 
+# ---- kernels written for a cluster launch -------------------------------------------------------------------
+
+_CLUSTER_RULE = "simtc.cuda launches clusters of one CTA (no cluster dimension, as CuPy's RawKernel)"
+_CLUSTER_REF = "PTX ISA 9.0 §11.7 (cluster directives), §9.7.16.5 Table 46 (.cta_group), §9.7.9.25.5.2 (multicast)"
+
+
+def _cluster_features(ins) -> list[str]:
+    """What a cluster of one CTA cannot give instruction ``ins``: ``.cta_group::2`` (a CTA pair) and/or
+    ``.multicast::cluster`` (other CTAs of the cluster)."""
+    mods = ins.modifiers
+    out = []
+    if "cta_group::2" in mods:
+        out.append("2-CTA MMA (.cta_group::2, a CTA pair)")
+    if any(m.startswith("multicast::cluster") for m in mods):
+        out.append("TMA multicast (.multicast::cluster)" if ins.opcode == "cp" else
+                   f"{ins.opcode} multicast (.multicast::cluster)")
+    return out
+
+
+def cluster_refusal(module, function):
+    """The :class:`~simtc.ptx.errors.PtxUnsupported` for a kernel that only runs as a cluster of several CTAs, or
+    ``None``.
+
+    A launch through :mod:`simtc.cuda` has no cluster dimension (CuPy's ``RawKernel.__call__`` takes none; the
+    host code of such a kernel launches it with ``cudaLaunchKernelEx`` and a cluster attribute, e.g. CUTLASS's
+    ``cutlass::launch_kernel_on_cluster``), so each CTA is a cluster of one. A kernel needs more when it declares
+    ``.reqnctapercluster`` of more than one CTA or ``.explicitcluster`` (PTX ISA 9.0 §11.7; ``.maxclusterrank``
+    is only a bound, which one CTA meets), or when the functions it reaches hold ``.cta_group::2`` (tcgen05 MMA,
+    allocation, commit and TMA on a CTA pair: Table 46 of §9.7.16.5) or ``.multicast::cluster`` (TMA loads and
+    commits delivered to several CTAs; with a mask of one CTA it would be legal, but simtc's async units refuse it
+    by name, :mod:`simtc.ptx.async_tma`, :mod:`simtc.ptx.async_ops`). The refusal names each such feature with its
+    first PTX line and count, before any CTA runs: no ``printf``, no store, no partial result."""
+    from simtc.ptx.errors import PtxUnsupported
+
+    d = function.directives
+    found: list[str] = []
+    if "reqnctapercluster" in d and int(np.prod(d["reqnctapercluster"])) > 1:
+        found.append(f"a cluster launch (.reqnctapercluster {','.join(map(str, d['reqnctapercluster']))} on the "
+                     f".entry at PTX line {function.line})")
+    if "explicitcluster" in d:
+        found.append(f"a cluster launch (.explicitcluster on the .entry at PTX line {function.line})")
+    first: dict[str, list] = {}
+    for fc in kernel_code(module, function.name).functions.values():  # the kernel and what it calls
+        for ins in fc.fn.body:
+            for feature in _cluster_features(ins):
+                seen = first.setdefault(feature, [ins, 0])
+                seen[1] += 1
+                if ins.line < seen[0].line:
+                    seen[0] = ins
+    for feature, (ins, count) in sorted(first.items(), key=lambda kv: kv[1][0].line):
+        more = f" and {count - 1} more" if count > 1 else ""
+        found.append(f"{feature} at PTX line {ins.line} ({ins.name}){more}")
+    if not found:
+        return None
+    name = cxx_base_name(function.name) or function.name
+    how = ("its cluster shape is part of the kernel" if "reqnctapercluster" in d or "explicitcluster" in d else
+           "on a GPU its host code launches it with a cluster dimension")
+    return PtxUnsupported(f"kernel {name} needs a cluster of several CTAs, which simtc does not execute: "
+                          + "; ".join(found) + f" ({how}; simtc.cuda launches clusters of one CTA)",
+                          rule=_CLUSTER_RULE, ref=_CLUSTER_REF)
+
+
 # ---- kernels and modules ---------------------------------------------------------------------------------
 
 def cxx_base_name(mangled: str) -> str | None:
@@ -344,6 +406,7 @@ class RawKernel:
         self.backend = backend
         self._raw_module = module
         self._max_dynamic: int | None = None
+        self._cluster: tuple | None = None  # (cluster_refusal(...),) once computed
         self.last_result = None
         self.timing: bool | tuple = False
         """simtc's own switch (CuPy has none): True, or a block index ``(x, y, z)``, records that CTA of each launch
@@ -453,6 +516,10 @@ class RawKernel:
                               rule="a launch takes at most max_dynamic_shared_size_bytes",
                               ref="CUDA Runtime API, cudaFuncAttributes::maxDynamicSharedSizeBytes")
         packed = pack_args(function, args)
+        if self._cluster is None:
+            self._cluster = (cluster_refusal(self.module, function),)
+        if self._cluster[0] is not None:
+            raise self._cluster[0]
         if self.timing is not False and self.timing is not None:
             result = _timed_launch(self, function, g, b, packed, int(shared_mem))
         else:
