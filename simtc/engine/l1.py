@@ -131,3 +131,246 @@ class L1MissPath(OneServer):
 
     def forget(self, before: int) -> None:
         self.server.forget(before)
+
+
+# ------------------------------------------------------------------------------------------------------------
+# the L1 and L2 as tag stores: which executed global loads hit where
+# ------------------------------------------------------------------------------------------------------------
+
+_H200_LAT = ("tests/data/h200_memory_latency.json (simtc calibrate --only memory_latency on an NVIDIA H200, "
+             "1,980 MHz, 2026-12-01)")
+_REF_COP = "PTX ISA 9.0 §9.7.9.1 (Cache Operators: ld.ca caches at all levels, .cg in L2 only, .cv fetches again)"
+_REF_UNIFIED = ("NVIDIA Hopper Tuning Guide, 'Increased L1 Capacity' / CUDA C++ Programming Guide, compute capability "
+                "9.0 'Shared Memory': one 256 KB data cache per SM holds L1 and shared memory, shared memory takes "
+                "0, 8, 16, 32, 64, 100, 132, 164, 196 or 228 KB of it")
+
+
+def _cache_table(arch: str):
+    from simtc.engine.parameters import Parameter
+
+    sm90 = arch == "sm90"
+    lab = "measured" if sm90 else "assumed"
+
+    def src(text: str) -> str:
+        return f"{text} ({_H200_LAT})" if sm90 else f"measured on the H200 (sm90), assumed equal on sm100: {text} " \
+                                                    f"({_H200_LAT})"
+
+    rows = (
+        Parameter("ldg_l1_latency", 32, "cycles", lab,
+                  src("an ld.global.u64 pointer chase through a 64 KiB pool the launch first walks untimed (all of it "
+                      "in L1, 0 % shared-memory carve-out requested): 32.0 cycles per dependent load (chases ldg/l1, "
+                      "residual 0)"), ("L1 miss path",)),
+        Parameter("ldg_l2_latency", 324, "cycles", lab,
+                  src("an ld.global.cg.u64 pointer chase through an 8 MiB pool read once whole before (all of it in "
+                      "L2): 323.8 cycles per dependent load (chases ldg/l2); the bulk-copy path's l2_hit_latency "
+                      "(250) lacks the load's L1 and LSU stages"), ("memory system",)),
+        Parameter("l1_unified_bytes", 256 * 1024, "B", "documented" if sm90 else "assumed",
+                  _REF_UNIFIED if sm90 else f"the sm90 figure, assumed equal on sm100 (the Blackwell SM keeps a "
+                                            f"unified L1/shared data cache of the same size): {_REF_UNIFIED}",
+                  ("L1 miss path",)),
+    )
+    return {p.name: p for p in rows}
+
+
+CACHE_PARAMETERS = {"sm90": _cache_table("sm90"), "sm100": _cache_table("sm100")}
+"""The cache model's own labelled figures (``CACHE_PARAMETERS[arch][name]``), beside the engine's table
+(:mod:`simtc.engine.parameters`, which holds ``dram_latency``, ``sector_bytes``, ``l2_bytes_per_cycle`` ... that it
+reads too)."""
+
+SHARED_CARVEOUTS_KIB = (0, 8, 16, 32, 64, 100, 132, 164, 196, 228)
+"""Shared-memory carve-outs of the unified data cache (documented for compute capability 9.0, see
+``l1_unified_bytes``; assumed the same on sm100)."""
+
+LEVELS = ("l1", "l2", "dram")
+
+
+def l1_capacity(arch: str, shared_bytes: int) -> int:
+    """Bytes of L1 left for global loads beside ``shared_bytes`` of shared memory: the unified cache less the
+    smallest carve-out that holds them (assumed: the driver picks that one; it may pick more for occupancy).
+
+    >>> l1_capacity("sm90", 0), l1_capacity("sm90", 40 * 1024), l1_capacity("sm90", 200 * 1024)
+    (262144, 196608, 28672)
+    """
+    unified = int(CACHE_PARAMETERS[arch]["l1_unified_bytes"].value)
+    kib = next((c for c in SHARED_CARVEOUTS_KIB if c * 1024 >= shared_bytes), SHARED_CARVEOUTS_KIB[-1])
+    return max(0, unified - kib * 1024)
+
+
+def load_policy(modifiers) -> str:
+    """Where a global load may be kept, from its cache operator and ordering (``PTX ISA 9.0 §9.7.9.1``): ``"l1"``
+    (the default ``.ca``, and ``.cs``/``.lu``/``.nc``/``ldu``), ``"l1_no_allocate"`` (``.L1::no_allocate``: hits but
+    does not fill) or ``"l2"`` (``.cg``, ``.cv``, ``.volatile``, and ``.relaxed``/``.acquire`` at ``.gpu``/``.sys``
+    scope, which the calibration's SASS shows as ``LDG.E.*.STRONG.GPU``, performed at L2: assumed).
+
+    >>> load_policy(("global", "u32")), load_policy(("global", "cg", "u64")), load_policy(("acquire", "gpu", "u32"))
+    ('l1', 'l2', 'l2')
+    """
+    mods = set(modifiers)
+    if mods & {"cg", "cv", "volatile"} or (mods & {"relaxed", "acquire"} and mods & {"gpu", "sys"}):
+        return "l2"
+    if "L1::no_allocate" in mods:
+        return "l1_no_allocate"
+    return "l1"
+
+
+class GlobalCaches:
+    """The SM's L1 and the chip's L2 as tag stores over 32-byte sectors, for the global loads and stores a recorded
+    kernel executed (their addresses are known: :mod:`simtc.ptx.recording`).
+
+    * **L1**: ``capacity`` bytes of 128-byte lines (:func:`l1_capacity`), each holding the sectors that were
+      fetched into it, replaced least recently used (assumed); a sector keeps the cycle its fill arrives, so a load
+      that finds a sector still on its way waits for it (a hit under a miss). A global store writes through to L2
+      and drops the sectors it writes from L1 (assumed: no write-allocate in L1).
+    * **L2**: every sector once fetched or written stays (assumed: one CTA's footprint is far below the 50 MB of an
+      H200's L2); a sector nobody touched before is in DRAM (assumed: what the host's copies left in L2 at launch is
+      not modelled, so the first touch is a miss).
+
+    :meth:`lookup` classifies a load's sectors; :meth:`fill` / :meth:`store` update the state.
+
+    >>> c = GlobalCaches(1024)
+    >>> import numpy as np
+    >>> s = np.array([0, 1])                      # the first 64 bytes
+    >>> c.lookup(0, s)                            # cold: DRAM
+    (0, [], [0, 1])
+    >>> c.fill(s, 700, "l1"); c.lookup(10, s)     # in flight: a hit that waits for the fill
+    (700, [], [])
+    >>> c.lookup(800, np.array([1, 2]))           # sector 2 of the same line was never fetched
+    (800, [], [2])
+    """
+
+    __slots__ = ("l1", "l1_lines", "l2")
+
+    def __init__(self, capacity: int):
+        from collections import OrderedDict
+
+        self.l1_lines = max(0, int(capacity) // LINE)
+        self.l1: OrderedDict[int, dict[int, int]] = OrderedDict()
+        """line -> {sector -> cycle its data is in L1}, least recently used first."""
+        self.l2: dict[int, int] = {}
+        """sector -> cycle its data is in L2."""
+
+    def lookup(self, t: int, sectors, policy: str = "l1") -> tuple[int, list[int], list[int]]:
+        """A load at ``t`` of ``sectors`` (sector numbers: address // 32): ``(cycle its L1 hits are ready -- ``t``
+        when none wait for a fill, L2 sectors, DRAM sectors)``; the hits' lines become most recently used."""
+        ready, l2, dram = int(t), [], []
+        per = LINE // 32
+        for s in (int(x) for x in sectors):
+            line = self.l1.get(s // per) if policy != "l2" else None
+            if line is not None and s in line:
+                self.l1.move_to_end(s // per)
+                if line[s] > ready:
+                    ready = line[s]
+            elif s in self.l2:
+                l2.append(s)
+            else:
+                dram.append(s)
+        return ready, l2, dram
+
+    def fill(self, sectors, when: int, policy: str = "l1", l2_when: int | None = None) -> None:
+        """``sectors`` arrive: in L2 at ``l2_when`` (default ``when``) and, unless the policy keeps them out of L1,
+        in L1 at ``when``."""
+        per = LINE // 32
+        for s in (int(x) for x in sectors):
+            if s not in self.l2:
+                self.l2[s] = int(when if l2_when is None else l2_when)
+            if policy != "l1" or not self.l1_lines:
+                continue
+            line = self.l1.get(s // per)
+            if line is None:
+                while len(self.l1) >= self.l1_lines:
+                    self.l1.popitem(last=False)
+                line = self.l1[s // per] = {}
+            else:
+                self.l1.move_to_end(s // per)
+            line[s] = int(when)
+
+    def store(self, sectors, when: int) -> None:
+        """A global store of ``sectors`` at ``when``: written through to L2, dropped from L1."""
+        per = LINE // 32
+        for s in (int(x) for x in sectors):
+            self.l2.setdefault(s, int(when))
+            line = self.l1.get(s // per)
+            if line is not None:
+                line.pop(s, None)
+                if not line:
+                    del self.l1[s // per]
+
+    def level(self, sectors, policy: str = "l1") -> str:
+        """The farthest level a load of ``sectors`` reaches now (``"l1"`` when every sector is in L1, or none)."""
+        _, l2, dram = self.lookup(0, sectors, policy)
+        return "dram" if dram else "l2" if l2 else "l1"
+
+
+class CachedL1(L1MissPath):
+    """The L1 in front of its miss path for loads whose sectors are known (a recorded kernel's executed loads).
+
+    :meth:`start` gives it the loads of the CUDA-core block being issued, in the order the engine books them (its
+    ``cost.loads``), each ``(sectors, policy)``; while some are left, :meth:`book` takes the next one: the sectors
+    :class:`GlobalCaches` finds in L1 are ready ``ldg_l1_latency`` after issue (or when their fill arrives), the
+    missing ones cross the miss path (``l1_line_cycles`` per line they fall in) and go to L2 or HBM
+    (:meth:`simtc.engine.memory.MemorySystem.load_sectors`), and fill L1 and L2 when they arrive. The load's
+    arrival is handed to the memory system (:attr:`~simtc.engine.memory.MemorySystem.served`), whose next LDG request
+    -- the same load -- returns it. With none left a load is booked as by :class:`L1MissPath` (a miss).
+
+    >>> from simtc.engine.parameters import Timing
+    >>> from simtc.engine.memory import MemorySystem
+    >>> import numpy as np
+    >>> t = Timing("sm90"); mem = MemorySystem(t, active_sms=1)
+    >>> l1 = CachedL1(t, GlobalCaches(l1_capacity("sm90", 0)), mem)
+    >>> table = np.array([0, 1])                           # one 64-byte table, cold: 2 + 691 + 64 / 20.8
+    >>> l1.start([(table, "l1")], (), 0); mem.request(l1.book(0, 1.0), 128, ldg=True)
+    697
+    >>> l1.start([(table, "l1")], (), 1000); mem.request(l1.book(1000, 1.0), 128, ldg=True)   # an L1 hit
+    1032
+    """
+
+    __slots__ = ("caches", "l1_latency", "levels", "loads", "memory", "stores")
+
+    def __init__(self, timing, caches: GlobalCaches, memory):
+        super().__init__(timing)
+        self.caches = caches
+        self.memory = memory
+        self.l1_latency = int(CACHE_PARAMETERS[timing.arch]["ldg_l1_latency"].value)
+        self.loads: list = []
+        """The planned loads of the block being issued not yet booked, next last."""
+        self.stores: tuple = ()
+        """The planned stores' sectors of that block, applied once its loads are booked."""
+        self.levels = dict.fromkeys(LEVELS, 0)
+        """Planned loads booked, by the farthest level each reached."""
+
+    @property
+    def pending(self) -> int:
+        """Planned loads of the block being issued that the engine has not booked."""
+        return len(self.loads)
+
+    def start(self, loads, stores, t: int) -> None:
+        """A planned block issues at ``t``: its loads come next (its stores at once when it has no loads)."""
+        self.loads = list(reversed(loads))
+        self.stores = tuple(stores)
+        if not self.loads:
+            self._stores(t)
+
+    def _stores(self, t: int) -> None:
+        for sectors in self.stores:
+            self.caches.store(sectors, t)
+        self.stores = ()
+
+    def book(self, t: int, lines: float) -> int:
+        if not self.loads:
+            return super().book(t, lines)
+        sectors, policy = self.loads.pop()
+        hit_ready, l2, dram = self.caches.lookup(t, sectors, policy)
+        hits = len(sectors) - len(l2) - len(dram)
+        ready = max(t + self.l1_latency, hit_ready) if hits else t
+        sent = t
+        if l2 or dram:
+            missing = l2 + dram
+            sent = super().book(t, len({s // (LINE // 32) for s in missing}))
+            back = self.memory.load_sectors(sent, len(l2), len(dram))
+            self.caches.fill(missing, back, policy)
+            ready = max(ready, back)
+        self.memory.served = ready
+        self.levels["dram" if dram else "l2" if l2 else "l1"] += 1
+        if not self.loads:
+            self._stores(t)
+        return sent

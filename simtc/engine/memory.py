@@ -44,7 +44,7 @@ class MemorySystem:
     """L2 + HBM for one SM (see the module text)."""
 
     __slots__ = ("active_sms", "dram_latency", "enabled", "hbm_bytes", "l2_bytes", "l2_latency", "l2_rate",
-                 "l2_resident", "ldg_share", "link", "rate", "sector", "share")
+                 "l2_resident", "ldg_l2_latency", "ldg_share", "link", "rate", "sector", "served", "share")
 
     def __init__(self, timing, active_sms: int | None = None, l2_resident=()):
         self.enabled = timing.enabled("memory")
@@ -61,7 +61,13 @@ class MemorySystem:
         self.hbm_bytes = 0
         """Bytes this SM moved to and from HBM (whole sectors)."""
         self.l2_bytes = 0
-        """Bytes answered by L2 (tensors resident in L2)."""
+        """Bytes answered by L2 (tensors resident in L2, and a recorded kernel's loads of sectors already in L2)."""
+        from simtc.engine.l1 import CACHE_PARAMETERS
+
+        self.ldg_l2_latency = CACHE_PARAMETERS[timing.arch]["ldg_l2_latency"].value
+        self.served: int | None = None
+        """The arrival of a warp's load that the address-aware L1 (:class:`simtc.engine.l1.CachedL1`) has already
+        looked up and requested: the next LDG :meth:`request` returns it (once) instead of sending the load again."""
 
     def sectors_bytes(self, nbytes: int, rows: int = 1) -> int:
         """Bytes moved for ``nbytes`` in ``rows`` scattered rows: whole sectors per row."""
@@ -73,16 +79,28 @@ class MemorySystem:
                 ldg: bool = False) -> int:
         """Issue a request at cycle ``t``; returns the cycle its last byte arrives (a write: leaves the SM).
         ``ldg``: a warp's global load or store (LDG/STG), whose bytes cross the link at the SM's share of what
-        LDG traffic reaches chip-wide (``ldg_hbm_bytes_per_cycle``), not the bulk-copy share."""
+        LDG traffic reaches chip-wide (``ldg_hbm_bytes_per_cycle``), not the bulk-copy share. A load the L1 has
+        already answered (:attr:`served`) returns that answer."""
+        if ldg and not write and self.served is not None:
+            served, self.served = self.served, None
+            return served
         if tensor in self.l2_resident:  # "" (untagged requests: a warp's own loads) when the caller says so
-            self.l2_bytes += self.sectors_bytes(nbytes, rows)
-            own = nbytes / self.l2_rate
-            if not self.enabled:
-                return t + math.ceil(self.l2_latency + own)
-            end = self.link.book(t, max(1, math.ceil(self.sectors_bytes(nbytes, rows) / self.l2_rate)))
-            return math.ceil(max(t + own, end) + self.l2_latency)
+            return self._l2(t, nbytes, self.sectors_bytes(nbytes, rows), self.l2_latency)
+        return self._hbm(t, nbytes, self.sectors_bytes(nbytes, rows), write, ldg)
+
+    def _l2(self, t: int, nbytes: int, moved: int, latency: float) -> int:
+        """``moved`` bytes (whole sectors) of ``nbytes`` answered by L2: the link at ``l2_bytes_per_cycle``,
+        then ``latency``."""
+        self.l2_bytes += moved
+        own = nbytes / self.l2_rate
+        if not self.enabled:
+            return t + math.ceil(latency + own)
+        end = self.link.book(t, max(1, math.ceil(moved / self.l2_rate)))
+        return math.ceil(max(t + own, end) + latency)
+
+    def _hbm(self, t: int, nbytes: int, moved: int, write: bool, ldg: bool) -> int:
+        """``moved`` bytes (whole sectors) of ``nbytes`` to or from HBM (see the module text)."""
         own = nbytes / self.rate
-        moved = self.sectors_bytes(nbytes, rows)
         self.hbm_bytes += moved
         if not self.enabled:
             return t + math.ceil(self.dram_latency + own)
@@ -91,6 +109,23 @@ class MemorySystem:
         if write:
             return end
         return math.ceil(max(t + own, end) + self.dram_latency)
+
+    def load_sectors(self, t: int, l2: int, dram: int) -> int:
+        """A warp's load at ``t`` whose missing sectors are known: ``l2`` of them in L2 (``ldg_l2_latency``, the
+        measured LDG round trip to L2) and ``dram`` not (the HBM path of a warp's load); returns the cycle the last
+        arrives (``t`` when there are none).
+
+        >>> from simtc.engine.parameters import Timing
+        >>> m = MemorySystem(Timing("sm90"), active_sms=1)
+        >>> m.load_sectors(0, 1, 0), m.load_sectors(0, 0, 4)     # 324 + 32 / 44.6; 691 + 128 / 20.8
+        (325, 698)
+        """
+        end = t
+        if l2:
+            end = max(end, self._l2(t, l2 * self.sector, l2 * self.sector, self.ldg_l2_latency))
+        if dram:
+            end = max(end, self._hbm(t, dram * self.sector, dram * self.sector, False, True))
+        return end
 
     def forget(self, before: int) -> None:
         self.link.forget(before)

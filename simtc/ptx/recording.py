@@ -64,6 +64,12 @@ COSTS = ("PTX-derived: each executed PTX instruction as the SASS class(es) it co
          "engine's CUDA-core parameters")
 """The ``cuda_core_costs`` entry of a recorded Program's ``meta``: how its CudaCoreBlocks' costs were derived."""
 
+GLOBAL_LOADS = ("the sectors each executed global load touched, looked up in the SM's L1 and the chip's L2 "
+                "(simtc.engine.l1.GlobalCaches: L1 hits after ldg_l1_latency, L2 hits after ldg_l2_latency, the rest "
+                "from HBM) when the Program runs through simtc.ptx.recording.run_engine / EngineRun.stepper; run "
+                "elsewhere (or exported), every global load is priced as an L1 miss to HBM")
+"""The ``global_loads`` entry of a recorded Program's ``meta``."""
+
 EXPANSIONS = {
     "div.f32": ("MUFU.RCP", "FFMA", "FFMA", "FFMA", "FFMA", "FMUL"),
     "div.approx.f32": ("MUFU.RCP", "FMUL"),
@@ -367,6 +373,21 @@ class _Exec:
     """(kind, byte addresses) of its shared-memory accesses (CUDA-core loads/stores only)."""
     bar: tuple[int, int | None] | None = None
     """(id, thread count or None: all) of a bar.sync/bar.arrive/bar.red."""
+    gmem: _Gmem | None = None
+    """Its global-memory access (a load or store to global memory), with the sectors its lanes touched."""
+
+
+@frozen
+class _Gmem:
+    """A global load's or store's sectors (``address // 32`` of every byte the active lanes touched; None when the
+    address could not be read), its L1 policy (:func:`simtc.engine.l1.load_policy`) and the farthest level the
+    recording's own pass over the caches found it at (``"l1"``, ``"l2"``, ``"dram"``: the latency its dependent chain
+    is weighted with)."""
+
+    kind: str
+    sectors: np.ndarray | None = field(eq=False, repr=False)
+    policy: str = "l1"
+    level: str = "dram"
 
 
 class _CtaLog(list):
@@ -398,6 +419,10 @@ class Recorder:
         self.arch = arch
         self.kernel = kernel
         self.ctas = 1
+        self.shared_bytes = 0
+        self.caches = None
+        self.untimed: dict[int, str] = {}
+        """PTX line -> text of executed copies the engine does not time (cp.async, prefetches, ...)."""
         self.seen = False
         self._log: list | None = None
         self._ctx = None
@@ -436,6 +461,11 @@ class Recorder:
         self.ctas = int(grid[0]) * int(grid[1]) * int(grid[2])
         self.nwarps = len(cs.warps)
         self.threads = sum(int(np.count_nonzero(w.live)) for w in cs.warps)
+        from simtc.engine.l1 import GlobalCaches, l1_capacity
+
+        self.shared_bytes = int(getattr(cs, "shared_size", 0) or 0)
+        self.caches = GlobalCaches(l1_capacity(self.arch, self.shared_bytes))
+        self._cs = cs
         self._pos = len(self._log)
         self._stop = cs.cta.observe(self._smem)
         return _CtaLog(self, cs, trace is not None)
@@ -474,8 +504,181 @@ class Recorder:
         ex = _Exec(_fn, pc, ins, bin(bits).count("1"))
         if ins.opcode in ("bar", "barrier") and (not ins.modifiers or ins.modifiers[0] != "warp"):
             ex.bar = self._bar_operands(ins, f, bits)
+        elif ins.opcode in ("ld", "ldu", "st"):
+            ex.gmem = self._global_access(cs, ins, f, bits)
+        elif ins.opcode == "cp":
+            self._copies(cs, wid, ins, f, bits, ex)
         mine.append(ex)
         self._cur = (wid, ex)
+
+    # ---- operands read before the instruction runs (the executor appends it to the trace first) -----------
+    @staticmethod
+    def _lanes(ins: Instruction, f, bits: int) -> np.ndarray:
+        """The lanes that execute the instruction: the warp's active lanes under its guard."""
+        m = ((np.uint64(bits) >> np.arange(32, dtype=np.uint64)) & np.uint64(1)).astype(bool)
+        g = ins.guard
+        if g is not None and g.reg in f.code.reg_index:
+            p = np.asarray(f.regs[f.code.reg_index[g.reg]]).astype(bool).reshape(32)
+            m &= ~p if g.negated else p
+        return m
+
+    @staticmethod
+    def _values(op, f, cs) -> np.ndarray | None:
+        """An operand's 32 lane values as uint64 (a register, an immediate, an address ``[base+offset]`` with a
+        register, a variable or no base); None for what the recording cannot read."""
+        from simtc.ptx.ir import Sym
+        from simtc.ptx.memory import CONST_WINDOW, PARAM_WINDOW
+
+        off = 0
+        if isinstance(op, Address):
+            off, op = op.offset, op.base
+            if op is None:
+                return np.full(32, off & (2**64 - 1), np.uint64)
+        if isinstance(op, Imm):
+            return np.full(32, int(op.value) & (2**64 - 1), np.uint64)
+        if isinstance(op, Reg):
+            slot = f.code.reg_index.get(op.name)
+            if slot is None:
+                return None
+            v = np.asarray(f.regs[slot])
+            if v.ndim != 1:
+                return None
+            return v.astype(np.uint64) + np.uint64(off & (2**64 - 1))
+        if isinstance(op, Sym):
+            img = cs.launch.image
+            if op.name in f.code.params:
+                base = PARAM_WINDOW + f.code.params[op.name][0]
+            elif op.name in img.global_vars:
+                base = img.global_vars[op.name]
+            elif op.name in img.const_vars:
+                base = CONST_WINDOW + img.const_vars[op.name]
+            else:
+                return None
+            return np.full(32, (base + op.offset + off) & (2**64 - 1), np.uint64)
+        return None
+
+    def _global_access(self, cs, ins: Instruction, f, bits: int) -> _Gmem | None:
+        """The sectors a ``ld``/``ldu``/``st`` to global memory (or a generic one whose lanes are in the global
+        window) touches, classified against the recording's pass over the caches (and the caches updated)."""
+        from simtc.engine.l1 import load_policy
+        from simtc.ptx.memory import window_of
+
+        space = next((m.split("::")[0] for m in ins.modifiers if m.split("::")[0] in
+                      ("global", "shared", "local", "const", "param")), "generic")
+        if space not in ("global", "generic") or len(ins.operands) < 2:
+            return None
+        kind = "store" if ins.opcode == "st" else "load"
+        policy = load_policy(ins.modifiers) if kind == "load" else "l1"
+        a = self._values(ins.operands[0 if kind == "store" else 1], f, cs)
+        if a is None:
+            return _Gmem(kind, None, policy)
+        a = a[self._lanes(ins, f, bits)]
+        if space == "generic" and a.size:
+            keep = np.fromiter((window_of(int(v)) == "global" for v in a), bool, a.size)
+            if not keep.any():
+                return None
+            a = a[keep]
+        size = access_bytes(ins)
+        first = (a // np.uint64(32)).astype(np.int64)
+        span = -(-size // 32) + 1
+        sec = (first[:, None] + np.arange(span)).reshape(-1)
+        last = ((a + np.uint64(size - 1)) // np.uint64(32)).astype(np.int64)
+        sec = np.unique(sec[sec <= np.repeat(last, span)])
+        caches = self.caches
+        if kind == "store":
+            caches.store(sec, 0)
+            return _Gmem(kind, sec, policy, "l2")
+        level = caches.level(sec, policy)
+        caches.fill(sec, 0, policy)
+        return _Gmem(kind, sec, policy, level)
+
+    def _copies(self, cs, wid: int, ins: Instruction, f, bits: int, ex: _Exec) -> None:
+        """The TMA and bulk-copy records of an executed ``cp.*`` (one per executing lane), as the hand Programs
+        write them (:mod:`simtc.isa.tma`); copies the engine does not time are listed in :attr:`untimed`."""
+        parts = ins.name.split(".")
+        kind = parts[3] if parts[1:3] == ["async", "bulk"] and len(parts) > 3 else ""
+        lanes = np.flatnonzero(self._lanes(ins, f, bits))
+        if parts[1] == "reduce" or kind == "tensor":
+            store = parts[1] == "reduce" or parts[5].split("::")[0] != "shared"
+            for lane in lanes.tolist():
+                ex.records.append((lane, self._tensor_copy(cs, wid, ins, f, lane, store)))
+        elif kind == "commit_group":
+            from simtc.isa.tma import BulkCommitGroup
+
+            ex.records += [(lane, BulkCommitGroup()) for lane in lanes.tolist()]
+        elif kind == "wait_group":
+            from simtc.isa.tma import BulkWaitGroupRead
+
+            n = int(ins.operands[0].value) if ins.operands and isinstance(ins.operands[0], Imm) else 0
+            note = "" if "read" in parts else "wait_group: the engine waits for the source reads only"
+            ex.records += [(lane, BulkWaitGroupRead(n, label=note)) for lane in lanes.tolist()]
+        elif kind and kind != "prefetch" and ins.name.count("shared") == 1 and "global" in ins.name:
+            for lane in lanes.tolist():
+                ex.records.append((lane, self._bulk_copy(cs, ins, f, lane)))
+        else:
+            self.untimed[ins.line] = ins.text or ins.name
+
+    def _shared(self, op, f, cs, lane: int) -> int:
+        from simtc.ptx.memory import SHARED_WINDOW, window_of
+
+        v = self._values(op, f, cs)
+        if v is None:
+            raise SimtcError(f"the recording cannot read the shared-memory operand {op}",
+                             rule="recorded copies have register or immediate addresses")
+        a = int(v[lane])
+        return a - SHARED_WINDOW if window_of(a) == "shared" else a
+
+    def _tensor_copy(self, cs, wid: int, ins: Instruction, f, lane: int, store: bool):
+        from simtc.isa.tma import CpAsyncBulkTensor, CpAsyncBulkTensorStore
+        from simtc.ptx.async_ops import mbarrier_name
+        from simtc.ptx.async_tma import _tensor_map
+        from simtc.ptx.ir import TensorRef
+
+        ops = list(ins.operands)
+        ref = next(o for o in ops if isinstance(o, TensorRef))
+        maps = self._values(ref.tensor, f, cs)
+        tm = _tensor_map(cs.warps[wid], f, int(maps[lane]), lane, ins)
+        coords = tuple(int(np.uint32(int(v[lane]) & 0xFFFFFFFF).view(np.int32)) for v in
+                       (self._values(c, f, cs) for c in ref.coords.items))
+        alloc = cs.launch.device.memory.allocation_of(tm.address)
+        tensor = (alloc.name if alloc is not None and alloc.name else f"global@{tm.address:#x}")
+        gather = "tile::gather4" in ins.modifiers
+        nbytes = tm.box_bytes * (4 if gather else 1)
+        try:
+            if store:
+                return CpAsyncBulkTensorStore(self._shared(ops[1], f, cs, lane), nbytes, tensor, coords)
+            swz = {"32B": "SW32", "64B": "SW64", "128B": "SW128", "128B_atom_32B": "SW128"}.get(tm.swizzle, "")
+            rows = 4 if gather else int(np.prod(tm.box_shape[1:])) if tm.rank > 1 else 1
+            return CpAsyncBulkTensor(self._shared(ops[0], f, cs, lane), nbytes,
+                                     mbarrier_name(self._shared(ops[2], f, cs, lane)),
+                                     mode="gather4" if gather else "tile", tensor=tensor, coords=coords, rows=rows,
+                                     swizzle=swz)
+        except SimtcError as e:
+            raise SimtcError(f"PTX line {ins.line} `{ins.text or ins.name}`: {e.message}", rule=e.rule,
+                             ref=e.ref) from None
+
+    def _bulk_copy(self, cs, ins: Instruction, f, lane: int):
+        """A non-tensor bulk copy: shared -> global as :class:`~simtc.isa.tma.CpAsyncBulk`; global -> shared as a
+        one-row :class:`~simtc.isa.tma.CpAsyncBulkTensor` (the engine's load of ``size`` bytes that completes
+        ``complete_tx`` on its mbarrier: what the memory model was fitted on, a chase of bulk copies)."""
+        from simtc.isa.tma import CpAsyncBulk, CpAsyncBulkTensor
+        from simtc.ptx.async_ops import mbarrier_name
+
+        ops = list(ins.operands)
+        size = int(self._values(ops[2], f, cs)[lane])
+        to_shared = ins.name.split(".")[3].split("::")[0] == "shared"
+        g = int(self._values(ops[1 if to_shared else 0], f, cs)[lane])
+        alloc = cs.launch.device.memory.allocation_of(g)
+        name = f"{alloc.name}+{g - alloc.base}" if alloc is not None and alloc.name else f"global@{g:#x}"
+        try:
+            if to_shared:
+                return CpAsyncBulkTensor(self._shared(ops[0], f, cs, lane), size,
+                                         mbarrier_name(self._shared(ops[3], f, cs, lane)), tensor=name, rows=1,
+                                         label="cp.async.bulk global -> shared: a one-row copy")
+            return CpAsyncBulk(self._shared(ops[1], f, cs, lane), size, dst=name)
+        except SimtcError as e:
+            raise SimtcError(f"PTX line {ins.line} `{ins.text or ins.name}`: {e.message}", rule=e.rule,
+                             ref=e.ref) from None
 
     def _bar_operands(self, ins: Instruction, f, bits: int) -> tuple[int, int | None]:
         ops = list(ins.operands)
@@ -507,13 +710,17 @@ class Recorder:
         for wid, st in streams.items():
             if not st:
                 continue
-            groups.setdefault(tuple(r for r, _ in st), []).append(wid)
-        roles, sources = [], {}
+            groups.setdefault(tuple(r for r, _, _ in st), []).append(wid)
+        roles, sources, gmem = [], {}, {}
         for recs, wids in groups.items():
             rname = f"warp{wids[0]}" if len(wids) == 1 else _warps_name(wids)
             roles.append(Role(rname, tuple(wids), recs))
-            for i, (_, src) in enumerate(streams[wids[0]]):
+            for i, (_, src, _) in enumerate(streams[wids[0]]):
                 sources[(rname, i)] = src
+            for w in wids:
+                for i, (_, _, plan) in enumerate(streams[w]):
+                    if plan is not None:
+                        gmem[(w, i)] = plan
         if not roles:
             raise SimtcError("the recorded CTA issued nothing", rule="a recorded CTA has instructions")
         barriers, counts, named = [], {}, {}
@@ -538,8 +745,10 @@ class Recorder:
                        description=f"block ({c[0]},{c[1]},{c[2]}) of {self.kernel or 'the kernel'} as simtc's PTX "
                                    "executor ran it: each warp's records in issue order",
                        meta=(("source", "executed PTX (simtc.ptx.recording)"), ("cta", f"{c[0]},{c[1]},{c[2]}"),
-                             ("arch", self.arch), ("cuda_core_costs", COSTS)))
-        return Recorded(prog, sources, self.arch, self.ctas)
+                             ("arch", self.arch), ("cuda_core_costs", COSTS), ("global_loads", GLOBAL_LOADS),
+                             *((("untimed", "; ".join(f"PTX {ln} `{_short(t, 60)}`" for ln, t in
+                                                      sorted(self.untimed.items()))),) if self.untimed else ())))
+        return Recorded(prog, sources, self.arch, self.ctas, gmem=gmem, shared_bytes=self.shared_bytes)
 
 
 def _warps_name(wids: list[int]) -> str:
@@ -603,35 +812,122 @@ def _records_of(ex: _Exec) -> list:
     return final
 
 
-def _stream(execs: list[_Exec], arch: str, nwarps: int) -> Iterator[tuple]:
-    """(record, Source) of one warp, in issue order."""
+def _is_load(ex: _Exec) -> bool:
+    return ex.gmem is not None and ex.gmem.kind == "load"
+
+
+def _segments(execs: list[_Exec], nwarps: int) -> list:
+    """A warp's executed instructions as ``("block", [execs])`` runs of CUDA-core work and ``("recs", ex, records)``.
+
+    A run is cut at every record, after every branch, and before a global load whose address (or guard) the run
+    derived from one of its own global loads (a pointer chase). The engine sends a block's loads at its start, as
+    ``ptxas`` hoists the loads of a basic block above the work that does not feed them (assumed: no software
+    pipelining across a loop's back edge), and a load's consumer in the block waits for it (the block's dependent
+    chain runs through it)."""
     from simtc.isa.sync import BarArrive, BarSync
 
+    out: list = []
     block: list[_Exec] = []
+    tainted: set[str] = set()
     for ex in execs:
         recs = _records_of(ex)
         if ex.bar is not None:
             bid, count = ex.bar
             threads = count if count is not None else 32 * nwarps
             recs = [(BarArrive if "arrive" in ex.ins.modifiers else BarSync)(bid, threads)]
-        if not recs:  # CUDA-core work (and async-unit instructions without a record: pending_count, ...)
-            block.append(ex)
+        if recs:
+            if block:
+                out.append(("block", block))
+                block, tainted = [], set()
+            out.append(("recs", ex, recs))
             continue
-        if block:
-            yield _block(block, arch)
-            block = []
+        rd, wr = _deps(ex.ins)
+        if block and _is_load(ex) and tainted.intersection(rd):
+            out.append(("block", block))
+            block, tainted = [], set()
+        block.append(ex)
+        if _is_load(ex) or tainted.intersection(rd):
+            tainted.update(wr)
+        else:
+            tainted.difference_update(wr)
+        if ex.ins.opcode in ("bra", "brx"):
+            out.append(("block", block))
+            block, tainted = [], set()
+    if block:
+        out.append(("block", block))
+    return out
+
+
+def _reads_first(execs: list[_Exec]) -> tuple[set[str], set[str]]:
+    """(registers a run reads before writing them, registers it writes)."""
+    reads: set[str] = set()
+    written: set[str] = set()
+    for ex in execs:
+        rd, wr = _deps(ex.ins)
+        reads.update(r for r in rd if r not in written)
+        written.update(wr)
+    return reads, written
+
+
+def _loaded_out(execs: list[_Exec]) -> set[str]:
+    """Registers whose last writer in the run is a global load that nothing after it in the run reads."""
+    out: set[str] = set()
+    for ex in execs:
+        rd, wr = _deps(ex.ins)
+        out.difference_update(rd)
+        if _is_load(ex):
+            out.update(wr)
+        else:
+            out.difference_update(wr)
+    return out
+
+
+def _stream(execs: list[_Exec], arch: str, nwarps: int) -> Iterator[tuple]:
+    """(record, Source, global accesses or None) of one warp, in issue order.
+
+    Where a global load's registers are read next: by a later block (that block reads them: the engine's scoreboard
+    holds it until they arrive), by a record right after the load's block (the block waits for the load: its
+    chain ends with it), or by a record after another block (that block reads them)."""
+    items = _segments(execs, nwarps)
+    reads_of: dict[int, set[str]] = {}
+    at_end: dict[int, set[str]] = {}
+    pending: dict[str, int] = {}
+    last = -1
+    for k, item in enumerate(items):
+        if item[0] == "block":
+            rd, wr = _reads_first(item[1])
+            hit = rd.intersection(pending)
+            reads_of[k] = hit
+            for r in hit | wr:
+                pending.pop(r, None)
+            for r in _loaded_out(item[1]):
+                pending[r] = k
+            last = k
+            continue
+        rd, wr = _deps(item[1].ins)
+        for r in set(rd).intersection(pending):
+            k0 = pending.pop(r)
+            if k0 == last:
+                at_end.setdefault(k0, set()).add(r)
+            else:
+                reads_of.setdefault(last, set()).add(r)
+        for r in wr:
+            pending.pop(r, None)
+    for k, item in enumerate(items):
+        if item[0] == "block":
+            yield _block(item[1], arch, at_end.get(k, set()), reads_of.get(k, set()))
+            continue
+        ex, recs = item[1], item[2]
         src = Source(ex.ins.line, ex.ins.line, ex.ins.text or ex.ins.name, _cuda([ex.ins]))
         where = _label(src).replace(f"PTX {src.ptx_first}", f"PTX {src.ptx_first} `{_short(src.ptx_text)}`", 1)
         for rec in recs:
-            yield attrs.evolve(rec, label=where + (f" ({rec.label})" if rec.label else "")), src
-    if block:
-        yield _block(block, arch)
+            yield attrs.evolve(rec, label=where + (f" ({rec.label})" if rec.label else "")), src, None
 
 
 @functools.lru_cache(maxsize=1024)
 def _latency(cls: str, arch: str) -> int:
-    """The engine's latency of one instruction of ``cls`` on a dependent chain (a global load: the DRAM latency,
-    for choosing the chain; the engine itself waits for it)."""
+    """The engine's latency of one instruction of ``cls`` on a dependent chain (a global load: its DRAM latency;
+    :func:`_load_latency` for a load whose level is known)."""
     from simtc.engine.issue import block_cost, memory_access
     from simtc.engine.parameters import Timing
     from simtc.isa.cuda_core import CudaCoreBlock
@@ -641,6 +937,18 @@ def _latency(cls: str, arch: str) -> int:
     if mem is not None and mem[0] == "gmem":
         return int(t["dram_latency"]) if mem[1] else 0
     return block_cost(CudaCoreBlock("latency", ((cls, 1),), chain=((cls, 1),)), t).chain
+
+
+@functools.lru_cache(maxsize=16)
+def _load_latency(level: str, arch: str) -> int:
+    """A global load's latency at the level it reaches: ``ldg_l1_latency``, ``ldg_l2_latency`` (measured, see
+    :data:`simtc.engine.l1.CACHE_PARAMETERS`) or the engine's ``dram_latency``."""
+    from simtc.engine.l1 import CACHE_PARAMETERS
+    from simtc.engine.parameters import Timing
+
+    if level == "dram":
+        return int(Timing(arch)["dram_latency"])
+    return int(CACHE_PARAMETERS[arch][f"ldg_{level}_latency"].value)
 
 
 def _wavefronts(addrs: np.ndarray, width: int) -> int:
@@ -654,16 +962,23 @@ def _wavefronts(addrs: np.ndarray, width: int) -> int:
     return sum(bank_conflicts(a[i:i + 32], width=width).wavefronts for i in range(0, len(a), 32))
 
 
-def _block(execs: list[_Exec], arch: str) -> tuple:
+def _block(execs: list[_Exec], arch: str, at_end=frozenset(), reads=frozenset()) -> tuple:
+    """A run of CUDA-core work as a :class:`~simtc.isa.cuda_core.CudaCoreBlock`, its Source and its global accesses
+    ``(loads, stores)`` in the order the engine books them (``loads``: ``(sectors, policy)`` per load, class by class
+    in the counts' order). ``at_end``: registers of its loads the next record reads (the block's chain ends with
+    those loads); ``reads``: registers of earlier blocks' loads it reads (it waits for them)."""
     from simtc.isa.cuda_core import CudaCoreBlock
     from simtc.isa.footprint import coalesce
 
     counts: dict[str, int] = {}
     depth: dict[str, tuple[int, tuple | None]] = {}
     best: tuple[int, tuple | None] = (0, None)
-    reads: list[np.ndarray] = []
+    reads_smem: list[np.ndarray] = []
     writes: list[np.ndarray] = []
     wavefronts = 0
+    loads: dict[str, list] = {}
+    stores: dict[str, list] = {}
+    late = _loaded_out(execs)  # loads nothing in the block reads: not on its chain unless the next record reads them
     for ex in execs:
         ins = ex.ins
         space = ""
@@ -672,21 +987,24 @@ def _block(execs: list[_Exec], arch: str) -> tuple:
                                                        for m in ins.modifiers) else "global")
             width = 16 if ins.opcode in ("ldmatrix", "stmatrix") else access_bytes(ins)  # (ldmatrix: 16 B rows)
             for kind, a in ex.smem:
-                (reads if kind == "smem.read" else writes).append(a)
+                (reads_smem if kind == "smem.read" else writes).append(a)
                 counted = kind == "smem.read" or ins.opcode not in ("atom", "red")  # an atomic: once
                 if counted and a.size and a.size % width == 0:
                     wavefronts += _wavefronts(a.reshape(-1, width)[:, 0], width)
         classes = sass_classes(ins, space)
         for c in classes:
             counts[c] = counts.get(c, 0) + 1
+        g = ex.gmem
+        if g is not None and len(classes) == 1 and classes[0].startswith(("LDG", "STG")):
+            (loads if g.kind == "load" else stores).setdefault(classes[0], []).append(g)
         rd, wr = _deps(ins)
         d, node = max((depth.get(r, (0, None)) for r in rd), key=lambda x: x[0], default=(0, None))
         for c in classes:
-            d += _latency(c, arch)
+            d += _load_latency(g.level, arch) if _is_load(ex) else _latency(c, arch)
             node = (c, node)
         for r in wr:
             depth[r] = (d, node)
-        if d > best[0]:
+        if d > best[0] and (not _is_load(ex) or at_end.intersection(wr) or not late.issuperset(wr)):
             best = (d, node)
     chain: dict[str, int] = {}
     node = best[1]
@@ -696,13 +1014,26 @@ def _block(execs: list[_Exec], arch: str) -> tuple:
     first = execs[0].ins
     lines = [e.ins.line for e in execs]
     src = Source(min(lines), max(lines), first.text or first.name, _cuda([e.ins for e in execs]), len(execs))
+    load_regs = sorted(late)
     rec = CudaCoreBlock(
         f"ptx_{min(lines)}_{max(lines)}", tuple(counts.items()),
-        smem_reads=coalesce(np.concatenate(reads)) if reads else (),
+        smem_reads=coalesce(np.concatenate(reads_smem)) if reads_smem else (),
         smem_writes=coalesce(np.concatenate(writes)) if writes else (),
+        regs_read=tuple(sorted(reads)), regs_written=tuple(load_regs),
         chain=tuple((c, n) for c, n in chain.items() if c in counts),
         wavefronts=wavefronts, label=f"{_label(src)}: {len(execs)} PTX instructions (PTX-derived cost)")
-    return rec, src
+    plan = None
+    if loads or stores:
+        from simtc.engine.issue import memory_access
+
+        def of(is_load: bool, table: dict) -> list:
+            return [(c, table.get(c, ())) for c in counts if (memory_access(c) or ("",))[:2] == ("gmem", is_load)]
+
+        ld, st = of(True, loads), of(False, stores)
+        if all(len(gs) == counts[c] and all(x.sectors is not None for x in gs) for c, gs in ld + st):
+            plan = (tuple((x.sectors, x.policy) for _, gs in ld for x in gs), tuple(x.sectors for _, gs in st
+                                                                                    for x in gs))
+    return rec, src, plan
 
 
 # ------------------------------------------------------------------------------------------------------------
@@ -719,9 +1050,71 @@ class Recorded:
     arch: str = "sm100"
     ctas: int = 1
     """CTAs of the launch's grid (the engine's ``active_sms``: one CTA per SM, at most every SM)."""
+    gmem: dict = field(factory=dict, eq=False, repr=False)
+    """``(warp, record index)`` -> ``(loads, stores)`` of a CUDA-core block: each load's ``(sectors, policy)`` and
+    each store's sectors, in the order the engine books them (what :class:`_LoadPlan` hands the L1)."""
+    shared_bytes: int = 0
+    """The CTA's shared memory (static + dynamic), beside which the L1 is left (:func:`simtc.engine.l1.l1_capacity`)."""
 
     def source(self, role: str, index: int) -> Source | None:
         return self.sources.get((role, index))
+
+    def engine(self, *, timing=None, check: bool = True):
+        """A fresh :class:`simtc.engine.core.Engine` (timing mode) over the Program with the recorded loads' sectors
+        in its L1 (:class:`simtc.engine.l1.CachedL1`, fed block by block by :class:`_LoadPlan`); the SMs sharing HBM
+        are :func:`active_sms`."""
+        from simtc.engine.core import Engine
+        from simtc.engine.l1 import CachedL1, GlobalCaches, l1_capacity
+
+        plan = _LoadPlan(self.gmem)
+        eng = Engine(self.program, mode="timing", arch=self.arch, timing=timing, check=check,
+                     active_sms=active_sms(self), observers=(plan,))
+        eng.l1 = plan.l1 = CachedL1(eng.timing, GlobalCaches(l1_capacity(eng.arch, self.shared_bytes)), eng.memory)
+        return eng
+
+
+class _LoadPlan:
+    """An engine observer that hands :class:`simtc.engine.l1.CachedL1` the recorded global accesses of each
+    CUDA-core block as the block issues (the engine's ``on_issue`` comes just before the block's loads are booked,
+    in its ``cost.loads`` order); a block whose loads the engine did not all book is an error, not a silent
+    misattribution."""
+
+    def __init__(self, gmem: dict):
+        self.gmem = gmem
+        self.l1 = None
+
+    def _check(self) -> None:
+        if self.l1 is not None and self.l1.pending:
+            from simtc.errors import EngineError
+
+            raise EngineError(f"a CUDA-core block left {self.l1.pending} of its recorded global loads unbooked",
+                              rule="the engine books a block's loads one by one, in its counts' order, when it issues")
+
+    def on_issue(self, cycle: int, w, i: int, op, token=None) -> None:
+        from simtc.engine import ops
+
+        self._check()
+        if op.kind == ops.K_CUDA and self.l1 is not None:
+            loads, stores = self.gmem.get((w.warp, i), ((), ()))
+            self.l1.start(loads, stores, cycle)
+
+    def on_end(self, cycle: int) -> None:
+        self._check()
+
+    def on_arrival(self, *a) -> None:
+        pass
+
+    def on_phase(self, *a) -> None:
+        pass
+
+    def on_wait(self, *a) -> None:
+        pass
+
+    def on_release(self, *a) -> None:
+        pass
+
+    def on_violation(self, *a) -> None:
+        pass
 
 
 @define(eq=False)
@@ -756,7 +1149,7 @@ class EngineRun:
         """A :class:`simtc.engine.stepper.Stepper` over a fresh run of the Program."""
         from simtc.engine.stepper import Stepper
 
-        return Stepper.for_program(self.program, mode="timing", arch=self.recorded.arch)
+        return Stepper(self.recorded.engine, title=self.program.name)
 
     def schedules(self, n: int, seed: int = 0):
         """The checker under ``n`` schedules (:func:`simtc.engine.schedules.explore`)."""
@@ -795,8 +1188,6 @@ def active_sms(recorded: Recorded) -> int:
 def run_engine(recorded: Recorded) -> EngineRun:
     """Run a recorded Program on the engine to its end (timing mode, the hazard checker on). The SMs sharing HBM
     are the grid's CTAs, one per SM, at most every SM (:func:`active_sms`)."""
-    from simtc.engine.core import Engine
-
-    eng = Engine(recorded.program, mode="timing", arch=recorded.arch, active_sms=active_sms(recorded))
+    eng = recorded.engine()
     eng.run()
     return EngineRun(recorded, eng)
