@@ -11,7 +11,8 @@ compiler or sources are missing):
   wheel installs (``cutlass_library/source``), with a local ``nvcc -ptx`` for sm_100a, with and without
   ``-lineinfo``;
 * FlashMLA's ``csrc/sm100/decode/head64/instantiations/v32.cu`` when ``SIMTC_FLASHMLA_DIR`` names a checkout
-  (its CUTLASS from the submodule or ``SIMTC_FLASHMLA_CUTLASS``), with FlashMLA's nvcc flags and ``-lineinfo``.
+  (its CUTLASS from the submodule or ``SIMTC_FLASHMLA_CUTLASS``), with FlashMLA's nvcc flags and ``-lineinfo``,
+  built by the library's builder (:func:`simtc.kernels.flashmla.executed_head64.head64_ptx`, the PTX simtc executes).
 
 Measured on the project's 2-core development machine (best of 5, nvcc 13.0; the lines include ``-lineinfo``'s
 ``.debug_str`` section, which the parser skips line by line; the machine is shared, so expect ±30 %):
@@ -35,7 +36,6 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
-import os
 import shutil
 import subprocess
 import sys
@@ -92,15 +92,11 @@ def cute_tutorial_02(*, lineinfo: bool) -> str:
 
 
 def flashmla_head64() -> str:
-    root = os.environ.get("SIMTC_FLASHMLA_DIR")
-    if not root:
-        raise RuntimeError("SIMTC_FLASHMLA_DIR is not set")
-    from simtc.hw import flashmla
+    """The PTX of FlashMLA's head64 V32 kernel, from the library's one builder
+    (:func:`simtc.kernels.flashmla.executed_head64.head64_ptx`: FlashMLA's flags, ``-lineinfo``, sm_100a)."""
+    from simtc.kernels.flashmla.executed_head64 import head64_ptx
 
-    checkout = flashmla.find_checkout(root, cutlass=os.environ.get("SIMTC_FLASHMLA_CUTLASS"))
-    args = [*flashmla.NVCC_FLAGS, "-lineinfo", "-arch=sm_100a", *checkout.includes(),
-            str(checkout.root / flashmla.SM100_SOURCES["v32"])]
-    return _cached_nvcc_ptx(args, "flashmla-sm100-head64-v32")
+    return head64_ptx(None, "v32")
 
 
 def _best(text: str, repeat: int = 5) -> tuple[float, object]:
