@@ -2,7 +2,8 @@
 
 ``simtc predict flashmla-sm90|flashmla-head64 --model v32|model1 --b B --s-q S --topk K [--no-band] [--json]``:
 ``{"seconds", "tflops", "seconds_low", "seconds_high", "tflops_low", "tflops_high", "cycles_per_block",
-"sm_parts", "waves", "sm_clock_ghz", "utilization": {"issue", "tensor_pipe", "l1tex", "dram"}, ...}``
+"sm_parts", "active_ctas", "waves", "sm_clock_ghz", "utilization": {"issue", "tensor_pipe", "l1tex", "dram"},
+"time": {"sm_idle", "ramps", "blocks"}, "waiting": {role: share}, "band": {"coverage", "procedure", ...}, ...}``
 (:mod:`simtc.kernels.flashmla.predict` says how each is made). flashmla-sm90 is FlashMLA's SM90 kernel on an
 H200, flashmla-head64 its SM100 head64 kernel on a B200.
 """
@@ -20,7 +21,8 @@ def register(sub) -> None:
                        description="Predict the time and TFLOP/s of one FlashMLA sparse-decode call: FlashMLA's "
                                    "scheduler splits the batch over the SMs, the engine times one CTA's blocks, "
                                    "the call's fixed costs come from small calls measured on an H200; the band "
-                                   "comes from the timing parameters that are not measured.")
+                                   "holds the model's own error on the calls measured on an H200 (90% coverage) "
+                                   "and the timing parameters that are not measured.")
     p.add_argument("kernel", choices=("flashmla-sm90", "flashmla-head64"),
                    help="flashmla-sm90: the SM90 kernel on an H200; flashmla-head64: the SM100 head64 kernel on a "
                         "B200")
@@ -46,8 +48,13 @@ def _lines(r: dict, width: int) -> list[str]:
                         f"topk = {r['topk']}, h_q = {r['h_q']}", width, subsequent_indent="    ")
     out.append(f"  {r['seconds'] * 1e6:,.1f} us, {r['tflops']:,.0f} TFLOP/s (FlashMLA's FLOP count)")
     if "seconds_low" in r:
-        out.append(f"  band {r['seconds_low'] * 1e6:,.1f} - {r['seconds_high'] * 1e6:,.1f} us, "
-                   f"{r['tflops_low']:,.0f} - {r['tflops_high']:,.0f} TFLOP/s")
+        bd = r.get("band", {})
+        cov = (f"{bd['coverage']:.0%} band (the model's error on {bd['model_error']['n']} measured calls, and the "
+               f"unmeasured parameters)" if bd.get("coverage") else "band (the unmeasured parameters and the clock "
+                                                                    "only: no call of this kernel measured)")
+        out += textwrap.wrap(f"  {cov}: {r['seconds_low'] * 1e6:,.1f} - {r['seconds_high'] * 1e6:,.1f} us, "
+                             f"{r['tflops_low']:,.0f} - {r['tflops_high']:,.0f} TFLOP/s", width,
+                             subsequent_indent="    ")
     p = r["parts"]
     out += textwrap.wrap(f"  scheduler {p['sched_s'] * 1e6:.1f} us, split-KV {p['splitkv_s'] * 1e6:,.1f} us, "
                          f"combine {p['combine_s'] * 1e6:.1f} us; {r['sm_parts']} SM parts x s_q, {r['waves']} "
@@ -58,6 +65,12 @@ def _lines(r: dict, width: int) -> list[str]:
              if r.get("s_k") else " (every gathered row from HBM: no --s-k)")
     out += textwrap.wrap(f"  split-KV utilization: issue {u['issue']:.0%}, tensor pipe {u['tensor_pipe']:.0%}, "
                          f"L1/TEX {u['l1tex']:.0%}, DRAM {u['dram']:.0%}{reuse}", width, subsequent_indent="    ")
+    if "time" in r:
+        t, w = r["time"], r["waiting"]
+        waits = ", ".join(f"{k} {v:.0%}" for k, v in w.items() if k != "q_load")
+        out += textwrap.wrap(f"  the chip's SM-time: {t['sm_idle']:.0%} idle (no CTA, or finished early), "
+                             f"{t['ramps']:.0%} in prologues and epilogues, {t['blocks']:.0%} in blocks "
+                             f"({r['active_ctas']} CTAs with work); waiting: {waits}", width, subsequent_indent="    ")
     if r.get("band_rests_on"):
         top = ", ".join(f"{x['name']} [{x['label']}]" for x in r["band_rests_on"][:6])
         out += textwrap.wrap(f"  the band rests most on: {top}", width, subsequent_indent="    ")

@@ -5,24 +5,31 @@ A call is three kernels (:mod:`simtc.kernels.flashmla.schedule`): the scheduler 
 kernel, the combine kernel. The prediction composes mechanisms:
 
 * **the split-KV kernel** -- :func:`~simtc.kernels.flashmla.schedule.sched_meta` gives each of the
-  ``num_sm_parts`` persistent CTAs (per query position) its segments of blocks. The engine runs the kernel's
-  Program for one CTA at two block counts with the HBM share of the SMs that run (``active_sms`` = CTAs in
-  the grid, at most one per SM) and fits ``cycles(n) = ramp + n x cycles_per_block``; a CTA's time is the sum
-  over its segments, and a split segment also writes its fp32 partial O (128 KiB) through the SM's HBM share.
-  The kernel takes as long as its slowest CTA. Cycles become seconds at the GPU's SM clock under this load.
+  ``num_sm_parts`` persistent CTAs (per query position) its segments of blocks; a CTA whose part is empty returns
+  at once, so only the :func:`busy_parts` x ``s_q`` CTAs that have work share the chip's HBM bandwidth
+  (``active_sms``, at most one CTA per SM). The engine runs the kernel's Program for one CTA at two block counts
+  and fits ``cycles(n) = ramp + n x cycles_per_block`` (the ramp: the Q load, the pipeline's fill and the split
+  epilogue, whose fp32 partial O the Program writes); a CTA's time is the sum over its segments, a no-split
+  segment :data:`NOSPLIT_SAVING_BYTES` less (its O leaves as bf16). The kernel takes as long as its slowest CTA.
+  Cycles become seconds at the GPU's SM clock under this load.
 * **the fixed costs of a call** (the scheduler kernel, the launches and host work between the events that time
   a call, the combine kernel) are fitted by least squares on FlashMLA's own small calls recorded on the H200
   (``tests/data/flashmla_h200_sm90_fixed.json``: one block per request, and a few split requests) -- never on
-  the calls predictions are held against (``tests/data/flashmla_h200_sm90_timing.json``). On a B200 the same
-  fixed costs are assumed.
-* **the band** -- every timing parameter that is not measured is moved by its uncertainty (assumed x/÷ 1.25,
-  derived x/÷ 1.1, one at a time, on the cycles per block) and the GPU clock by its own; the relative changes
-  add in quadrature on each side.
+  the calls predictions are held against (``tests/data/flashmla_h200_sm90_timing.json``,
+  ``flashmla_h200_sm90_timing_held_out.json``). On a B200 the same fixed costs are assumed.
+* **the band** -- :data:`BAND_PROCEDURE`: the model's own error, measured on the held-out H200 calls
+  (:data:`MODEL_ERRORS`, log(predicted / measured) per call), as a prediction interval at the stated coverage
+  (90%; the call itself left out when it is one of them), widened root-sum-square by the unmeasured parameters
+  (assumed x/÷ 1.25, derived x/÷ 1.1, one at a time, on the split-KV kernel) and the clock. The model is biased
+  fast (mean log error -0.071 over 26 calls), so the band lies mostly above the prediction: the prediction
+  itself is the mechanisms' answer, never corrected by the table. On the B200 no call is measured: the band
+  there is the parameters' and the clock's only, and says so.
+* **utilizations** (:func:`kernel_profile`) -- over the predicted split-KV kernel at this shape, as Nsight
+  Compute reports them: every CTA's busy cycles (issue slots, the tensor pipe's datapath cycles, L1/TEX's data
+  pipe) over the CTAs' active cycles, DRAM bytes over the kernel's elapsed time; with the share of the chip's
+  SM-time idle, in ramps and in blocks, and each role's waiting share (the stall picture).
 
-FLOPs as FlashMLA counts them: 2 x 64 x b x s_q x topk x (d_qk + d_v) (``tests/lib.py`` at ``9241ae3``);
-utilizations over the split-KV kernel as Nsight Compute reports them (fractions of peak): issue slots, the
-tensor pipe's active cycles, L1/TEX (the shared-memory port's busy cycles) and DRAM (HBM bytes over the
-datasheet peak).
+FLOPs as FlashMLA counts them: 2 x 64 x b x s_q x topk x (d_qk + d_v) (``tests/lib.py`` at ``9241ae3``).
 """
 
 from __future__ import annotations
@@ -38,7 +45,9 @@ from simtc.kernels.flashmla.models import model
 from simtc.kernels.flashmla.replay import call_flops
 from simtc.kernels.flashmla.schedule import num_sm_parts, sched_meta
 
-__all__ = ["FIXED_H200", "GPUS", "KERNELS", "FixedCosts", "GpuSpec", "dram_fraction", "fit_fixed_costs", "predict"]
+__all__ = ["BAND_PROCEDURE", "FIXED_H200", "GPUS", "KERNELS", "MODEL_ERRORS", "NOSPLIT_SAVING_BYTES", "CtaLine",
+           "ErrorBand", "FixedCosts", "GpuSpec", "ModelErrors", "busy_parts", "copy_port_bytes", "cta_line",
+           "dram_fraction", "fit_fixed_costs", "kernel_profile", "model_errors", "predict", "t_quantile"]
 
 _RULE = "simtc predict: flashmla-sm90 (H200) or flashmla-head64 (B200), b >= 1, s_q >= 1, topk a multiple of 64"
 
@@ -104,15 +113,69 @@ def _engine(kernel: str, model_name: str, blocks: int, timing, active_sms: int) 
 
     eng = Engine(_program(kernel, model(model_name), blocks), mode="timing", check=False, timing=timing,
                  active_sms=active_sms).run()
-    return {"cycles": eng.cycles, "units": dict(eng.unit_busy), "hbm_bytes": eng.memory.hbm_bytes}
+    return {"cycles": eng.cycles, "units": dict(eng.unit_busy), "hbm_bytes": eng.memory.hbm_bytes,
+            "waiting": {r: v["waiting_cycles"] for r, v in eng.per_role().items()}}
+
+
+@functools.lru_cache(maxsize=64)
+def _mma_compute(kernel: str, model_name: str, blocks: int, timing) -> int:
+    """The tensor pipe's datapath cycles of the Program's MMAs, one CTA: each ``wgmma.mma_async`` /
+    ``tcgen05.mma`` record's :func:`~simtc.engine.timing.compute_cycles` (2 rows N K / peak), without the time an
+    MMA waits for its operands at the shared-memory port -- the cycles Nsight Compute counts as the pipe's active
+    ones (``sm__pipe_tensor_cycles_active``: 37.3% of 5,834 active cycles a block at ``v32-b148-sq2-topk16384`` is
+    2,176, what 36 m64n64k16 at 32 and 8 m64n256k16 at 128 cycles add up to; tests/data/ncu, README_h200.md)."""
+    from simtc.engine.tensor_pipe import mma_spec_of
+    from simtc.engine.timing import compute_cycles
+
+    total = 0
+    for role in _program(kernel, model(model_name), blocks).roles:
+        prev = None
+        for rec in role.records:
+            if type(rec).__name__ == "WgmmaMmaAsync" or (hasattr(rec, "idesc") and hasattr(rec, "form")):
+                total += compute_cycles(mma_spec_of(rec, prev), None, timing)
+                prev = rec
+    return total
+
+
+@frozen
+class CtaLine:
+    """One CTA's cost of a segment of ``n`` blocks as lines ``a + n b`` through the engine's runs at :data:`_N1` and
+    :data:`_N2` blocks: cycles, each unit's busy cycles, HBM bytes, each role's waiting cycles (``(a, b)`` pairs)."""
+
+    cycles: tuple[float, float]
+    units: dict
+    hbm_bytes: tuple[float, float]
+    waiting: dict
+
+    @property
+    def ramp(self) -> float:
+        return self.cycles[0]
+
+    @property
+    def per_block(self) -> float:
+        return self.cycles[1]
+
+
+def _fit(a: float, b: float) -> tuple[float, float]:
+    slope = (b - a) / (_N2 - _N1)
+    return a - _N1 * slope, slope
+
+
+def cta_line(kernel: str, model_name: str, timing, active_sms: int) -> CtaLine:
+    """:class:`CtaLine` of ``kernel`` with ``active_sms`` SMs sharing HBM (the engine's runs are cached)."""
+    a = _engine(kernel, model_name, _N1, timing, active_sms)
+    b = _engine(kernel, model_name, _N2, timing, active_sms)
+    units = {u: _fit(a["units"].get(u, 0), v) for u, v in b["units"].items()}
+    units["tensor_compute"] = _fit(_mma_compute(kernel, model_name, _N1, timing),
+                                   _mma_compute(kernel, model_name, _N2, timing))
+    return CtaLine(_fit(a["cycles"], b["cycles"]), units, _fit(a["hbm_bytes"], b["hbm_bytes"]),
+                   {r: _fit(a["waiting"].get(r, 0), v) for r, v in b["waiting"].items()})
 
 
 def _cta_costs(kernel: str, model_name: str, timing, active_sms: int) -> tuple[float, float, dict]:
     """``(ramp, cycles_per_block, run)``: the line through the engine's whole-run cycles at two block counts."""
-    a = _engine(kernel, model_name, _N1, timing, active_sms)
-    b = _engine(kernel, model_name, _N2, timing, active_sms)
-    per_block = (b["cycles"] - a["cycles"]) / (_N2 - _N1)
-    return a["cycles"] - _N1 * per_block, per_block, b
+    line = cta_line(kernel, model_name, timing, active_sms)
+    return line.ramp, line.per_block, _engine(kernel, model_name, _N2, timing, active_sms)
 
 
 @frozen
@@ -136,7 +199,7 @@ class FixedCosts:
         return self.combine_us + self.combine_per_split_us * (max_splits if max_splits > 1 else 0)
 
 
-FIXED_H200 = FixedCosts(4.916, 0.176, 0.084, -3.138, 4.511, 0.266,
+FIXED_H200 = FixedCosts(4.916, 0.176, 0.084, 3.902, 4.511, 0.266,
                         source="tests/data/flashmla_h200_sm90_fixed.json (14 small calls on an H200, 2026-12-01), "
                                "fitted by fit_fixed_costs; tests/kernels/test_predict.py refits it")
 """The fixed costs of a call on the H200 (also assumed for the B200)."""
@@ -166,7 +229,7 @@ def fit_fixed_costs(rows: list[dict], source: str = "") -> FixedCosts:
         blocks = r["topk"] // 64
         pm = sched_meta(r["b"], r["topk"], r["num_sm_parts"])
         cycles = _kernel_cycles("flashmla-sm90", r["model"], pm, blocks, Timing("sm90"),
-                                r["num_sm_parts"] * r["s_q"])[0]
+                                busy_parts(pm, blocks) * r["s_q"])[0]
         rest.append(r["splitkv_ms"] * 1e3 - cycles / (gpu.clock_ghz * 1e3))
         ms = _max_splits(pm, blocks)
         comb_x.append([1, ms if ms > 1 else 0])
@@ -176,18 +239,106 @@ def fit_fixed_costs(rows: list[dict], source: str = "") -> FixedCosts:
                       *(round(float(v), 3) for v in comb), source=source)
 
 
+NOSPLIT_SAVING_BYTES = 64 * 512 * 4 - 64 * 512 * 2
+"""Bytes a no-split segment writes less than the Program's split epilogue: its O goes out as bf16 (64 x 512 x 2 B,
+``store_o`` through ``o_buf``, config.h L204-238 at ``9241ae3``) where a split's goes out as fp32 partials (64 x
+512 x 4 B to ``o_accum``, L242-267); the engine runs the split epilogue for every segment."""
+
+
+def busy_parts(parts_meta, blocks: int) -> int:
+    """Parts that have any block to walk: FlashMLA launches ``num_sm_parts`` CTAs per query position, and a CTA
+    whose part is empty returns at once (``splitkv_mla.cuh`` L176-181: its loop over requests is empty), so only
+    these share the chip's HBM bandwidth.
+
+    >>> busy_parts(sched_meta(1, 2048, 132), 32), busy_parts(sched_meta(64, 2048, 66), 32)  # payload 41: one each
+    (32, 64)
+    """
+    return sum(1 for p in parts_meta if p.segments(blocks))
+
+
+def _segment_cost(line: CtaLine, seg, share: float) -> float:
+    t = line.ramp + seg.blocks * line.per_block
+    return t if seg.split else t - NOSPLIT_SAVING_BYTES / share
+
+
 def _kernel_cycles(kernel: str, model_name: str, parts_meta, blocks: int, timing, active: int):
-    """Cycles of the split-KV kernel (its slowest CTA), cycles per block, the n-block engine run."""
-    ramp, per_block, run = _cta_costs(kernel, model_name, timing, active)
+    """Cycles of the split-KV kernel (its slowest CTA), cycles per block, the n-block engine run. ``active``: the
+    CTAs that run (:func:`busy_parts` x s_q), each on an SM of its own, sharing HBM. A CTA walks its part's segments
+    in turn; each segment costs the engine's one-CTA line ``ramp + n x per_block`` (its prologue: the Q load, the
+    pipeline's fill; its blocks; the split epilogue with the fp32 partial O, which the engine's Program writes), a
+    no-split segment :data:`NOSPLIT_SAVING_BYTES` less at the SM's share of HBM."""
+    line = cta_line(kernel, model_name, timing, active)
     share = min(timing["hbm_bytes_per_cycle"] / active, timing["sm_bytes_per_cycle"])
-    split_write = 64 * 512 * 4 / share  # a split segment's fp32 partial O through the SM's HBM share
     worst = 0.0
     for p in parts_meta:
-        segs = p.segments(blocks)
-        t = sum(ramp + s.blocks * per_block + (split_write if s.split else 0.0) for s in segs)
-        worst = max(worst, t)
-    return worst, per_block, run
+        worst = max(worst, sum(_segment_cost(line, s, share) for s in p.segments(blocks)))
+    return worst, line.per_block, _engine(kernel, model_name, _N2, timing, active)
 
+
+def copy_port_bytes(model_name: str, split: bool) -> int:
+    """Shared-memory bytes a segment's copy-engine traffic moves (the Q load written in, the epilogue's O read out:
+    a split's fp32 partial O, 64 x 512 x 4 B, a no-split's bf16 O, 64 x 512 x 2 B): the asynchronous proxy's writes
+    and reads, which the engine books on the SM's one shared-memory port but Nsight Compute's L1/TEX throughput
+    (the LSU data pipe's wavefronts, ``l1tex__data_pipe_lsu_wavefronts``) does not count [inferred: checked against
+    the profiles of tests/data/ncu at 13 shapes, tests/kernels/test_prediction_bands.py]."""
+    return 64 * model(model_name).d_q * 2 + 64 * 512 * (4 if split else 2)
+
+
+def kernel_profile(kernel: str, model_name: str, parts_meta, blocks: int, s_q: int, timing, sms: int,
+                   clock_hz: float, kernel_s: float, dram_peak: float, dram_frac: float = 1.0,
+                   requests: int | None = None) -> dict:
+    """The split-KV kernel's utilizations and stall picture at one shape, over its predicted duration.
+
+    Each CTA with work is a sum of segments, each of them the engine's line in its block count for every unit's
+    busy cycles, the HBM bytes and each role's waiting cycles, as for the cycles (:class:`CtaLine`). Nsight
+    Compute's ``*.pct_of_peak_sustained_active`` figures are busy cycles over the *active* cycles of the units that
+    ran (an SM is active while a CTA is resident): the CTAs' busy cycles summed, over their durations summed -- a
+    short split weighs its prologue and epilogue, which keep the pipes idle, and SMs without work do not count.
+    L1/TEX leaves out the copy engine's shared-memory traffic (:func:`copy_port_bytes`). DRAM
+    (``gpu__dram_throughput...pct_of_peak_sustained_elapsed``) is over the kernel's elapsed time ``kernel_s`` at
+    the peak, so idle SMs and the tail of the slowest CTA lower it; the bytes are the blocks' KV rows (the engine's
+    per-block HBM bytes; each batch's repeated rows once, ``dram_frac``) and each of the ``requests`` (batch, query)
+    Q tiles once: the other CTAs of a request find its Q in L2, and the partial O written to ``o_accum`` (at most
+    132 x 128 KiB, well within the 50 MiB L2) waits there for the combine kernel rather than going to DRAM during
+    the kernel [inferred: the L2 hit rates of the profiles, 38-78%, and their DRAM figures]. ``time``: of the
+    SM-time the kernel holds (``sms`` x its cycles), the share idle (no CTA, or finished early), in segment ramps
+    (prologue, pipeline fill, epilogue) and in steady blocks; ``waiting``: each role's waiting cycles over the
+    CTAs' time (the engine's per-role waits)."""
+    active = busy_parts(parts_meta, blocks) * s_q
+    line = cta_line(kernel, model_name, timing, active)
+    share = min(timing["hbm_bytes_per_cycle"] / active, timing["sm_bytes_per_cycle"])
+    dur, ramp_t, block_t, hbm, worst, copy_port = 0.0, 0.0, 0.0, 0.0, 0.0, 0.0
+    busy = {u: 0.0 for u in line.units}
+    wait = {r: 0.0 for r in line.waiting}
+    for p in parts_meta:
+        segs = p.segments(blocks)
+        t = sum(_segment_cost(line, sg, share) for sg in segs)
+        worst = max(worst, t)
+        dur += t
+        for sg in segs:
+            ramp_t += _segment_cost(line, sg, share) - sg.blocks * line.per_block
+            block_t += sg.blocks * line.per_block
+            hbm += sg.blocks * line.hbm_bytes[1]
+            for u, (a, b) in line.units.items():
+                busy[u] += a + sg.blocks * b
+            copy_port += copy_port_bytes(model_name, sg.split) / timing["smem_port_bytes_per_cycle"]
+            for r, (a, b) in line.waiting.items():
+                wait[r] += a + sg.blocks * b
+    dur = max(dur, 1.0)
+    q_reads = requests if requests is not None else busy_parts(parts_meta, blocks)
+    dram_bytes = dram_frac * hbm * s_q + q_reads * s_q * 64 * model(model_name).d_q * 2
+    held = max(worst, 1.0) * sms / s_q  # the SM-time of one query position's share of the chip
+    util = {"issue": busy.get("issue", 0.0) / (timing["sub_partitions"] * dur),
+            "tensor_pipe": busy.get("tensor_compute", 0.0) / dur,
+            "l1tex": max(0.0, busy.get("smem_port", 0.0) - copy_port) / dur,
+            "dram": dram_bytes / (kernel_s * dram_peak) if kernel_s > 0 else 0.0}
+    return {"utilization": {k: round(min(v, 1.0), 4) for k, v in util.items()},
+            "active_ctas": active, "cta_cycles_max": worst,
+            "cta_cycles_mean": dur / max(1, busy_parts(parts_meta, blocks)),
+            "time": {"sm_idle": round(max(0.0, 1 - dur / held), 4), "ramps": round(ramp_t / held, 4),
+                     "blocks": round(block_t / held, 4)},
+            "waiting": {r: round(min(1.0, w / dur), 4) for r, w in wait.items()},
+            "dram_bytes": dram_bytes, "clock_hz": clock_hz}
 
 
 def dram_fraction(s_q: int, topk: int, s_k: int | None) -> float:
@@ -203,6 +354,105 @@ def dram_fraction(s_q: int, topk: int, s_k: int | None) -> float:
         return 1.0
     p = min(1.0, topk / s_k)
     return s_k * (1 - (1 - p) ** s_q) / (s_q * topk)
+
+
+def t_quantile(p: float, df: int) -> float:
+    """Student's t quantile (Cornish-Fisher expansion about the normal quantile, within 0.3% of the exact value for
+    ``df`` >= 5 and ``p`` <= 0.975).
+
+    >>> round(t_quantile(0.95, 13), 3), round(t_quantile(0.9, 25), 3)   # exact: 1.771, 1.316
+    (1.771, 1.316)
+    """
+    from statistics import NormalDist
+
+    z = NormalDist().inv_cdf(p)
+    return (z + (z ** 3 + z) / (4 * df) + (5 * z ** 5 + 16 * z ** 3 + 3 * z) / (96 * df ** 2)
+            + (3 * z ** 7 + 19 * z ** 5 + 17 * z ** 3 - 15 * z) / (384 * df ** 3))
+
+
+BAND_PROCEDURE = ("a prediction interval for log(measured / predicted): the model's own error on the calls measured "
+                  "on the H200 (the held-out tables, never fitted on), taken as normal -- its mean m and standard "
+                  "deviation s over the n calls (the call itself left out when it is one of them), the interval m +- "
+                  "t(n - 1) s sqrt(1 + 1/n) at the stated coverage -- widened on each side, root-sum-square, by "
+                  "the unmeasured parameters (assumed x/÷ 1.25, derived x/÷ 1.1, one at a time) and the clock's "
+                  "uncertainty on the split-KV kernel's share of the call")
+
+
+@frozen
+class ErrorBand:
+    """The model-error part of a band, in log(measured / predicted): ``center`` +- ``half_width``."""
+
+    center: float
+    half_width: float
+    n: int
+    mean: float
+    sd: float
+
+    def as_dict(self) -> dict:
+        return {"n": self.n, "mean_log_error": round(self.mean, 5), "sd_log_error": round(self.sd, 5),
+                "center": round(self.center, 5), "half_width": round(self.half_width, 5)}
+
+
+@frozen
+class ModelErrors:
+    """log(predicted / measured) of every call of a kernel measured on its GPU, and the coverage its bands state."""
+
+    rows: tuple[tuple[str, float], ...]
+    source: str
+    coverage: float = 0.9
+
+    def band(self, exclude: str | None = None) -> ErrorBand:
+        """The prediction interval from every call but ``exclude`` (see :data:`BAND_PROCEDURE`)."""
+        e = [v for n, v in self.rows if n != exclude]
+        n = len(e)
+        mean = sum(e) / n
+        sd = math.sqrt(sum((x - mean) ** 2 for x in e) / (n - 1))
+        half = t_quantile((1 + self.coverage) / 2, n - 1) * sd * math.sqrt(1 + 1 / n)
+        return ErrorBand(-mean, half, n, mean, sd)
+
+    def leave_one_out(self) -> float:
+        """The share of the calls whose measurement falls inside the model-error interval made without them (the
+        parameters' widening left out: a lower bound of the band's held-out coverage)."""
+        inside = 0
+        for name, v in self.rows:
+            b = self.band(exclude=name)
+            inside += abs(-v - b.center) <= b.half_width
+        return inside / len(self.rows)
+
+
+MODEL_ERRORS: dict[str, ModelErrors] = {
+    "flashmla-sm90": ModelErrors((
+        ('v32-b1-sq1-topk2048', 0.01228),
+        ('v32-b1-sq4-topk16384', 0.02489),
+        ('v32-b8-sq2-topk4096', -0.09046),
+        ('v32-b32-sq1-topk16384', -0.07412),
+        ('v32-b64-sq4-topk512', -0.06557),
+        ('v32-b64-sq2-topk2048', -0.09362),
+        ('v32-b132-sq1-topk8192', -0.08233),
+        ('v32-b148-sq2-topk16384', -0.06676),
+        ('v32-b264-sq2-topk4096', -0.06155),
+        ('model1-b1-sq2-topk512', 0.01942),
+        ('model1-b16-sq4-topk8192', -0.10467),
+        ('model1-b74-sq2-topk16384', -0.10642),
+        ('model1-b128-sq1-topk1024', -0.1153),
+        ('model1-b264-sq1-topk8192', -0.09863),
+        ('v32-b2-sq1-topk4096', -0.00504),
+        ('v32-b8-sq1-topk2048', -0.0415),
+        ('v32-b4-sq3-topk8192', -0.07108),
+        ('v32-b16-sq2-topk32768', -0.08622),
+        ('v32-b96-sq3-topk1024', -0.0677),
+        ('v32-b200-sq1-topk4096', -0.08906),
+        ('model1-b4-sq1-topk16384', -0.05024),
+        ('model1-b8-sq3-topk2048', -0.08337),
+        ('model1-b6-sq4-topk4096', -0.11208),
+        ('model1-b32-sq2-topk4096', -0.12667),
+        ('model1-b100-sq4-topk1024', -0.08464),
+        ('model1-b48-sq1-topk32768', -0.11485),
+    ), "tests/data/flashmla_h200_sm90_timing.json and "
+                                     "flashmla_h200_sm90_timing_held_out.json (H200), recomputed by "
+                                     "tests/kernels/test_prediction_bands.py"),
+}
+"""The model's error per kernel (:func:`model_errors` on the recordings; the tests recompute it)."""
 
 
 def predict(kernel: str = "flashmla-head64", model_name: str = "v32", b: int = 148, s_q: int = 2,
@@ -237,45 +487,64 @@ def predict(kernel: str = "flashmla-head64", model_name: str = "v32", b: int = 1
     parts = num_sm_parts(spec.sched, gpu.sms, s_q)
     ctas = parts * s_q
     waves = math.ceil(ctas / gpu.sms)
-    active = min(ctas, gpu.sms)
     blocks = topk // 64
     pm = sched_meta(b, topk, parts)
-    cycles, per_block, run = _kernel_cycles(kernel, m.name, pm, blocks, timing, active)
+    active = min(busy_parts(pm, blocks) * s_q, gpu.sms)
+    cycles, per_block, _ = _kernel_cycles(kernel, m.name, pm, blocks, timing, active)
     cycles *= waves
     fixed = FIXED_H200
     sched_s = fixed.sched(parts, b) * 1e-6
-    splitkv_s = launches * (cycles / (gpu.clock_ghz * 1e9) + fixed.splitkv_us * 1e-6)
+    kernel_s = cycles / (gpu.clock_ghz * 1e9)
+    splitkv_s = launches * (kernel_s + fixed.splitkv_us * 1e-6)
     combine_s = fixed.combine(_max_splits(pm, blocks)) * 1e-6
     seconds = sched_s + splitkv_s + combine_s
     flops = call_flops(m, b, s_q, topk, h_q)
-    run_cycles = run["cycles"]
-    util = {"issue": run["units"]["issue"] / (timing["sub_partitions"] * run_cycles),
-            "tensor_pipe": run["units"]["tensor_pipe"] / run_cycles,
-            "l1tex": run["units"]["smem_port"] / run_cycles,
-            "dram": dram_fraction(s_q, topk, s_k) * run["hbm_bytes"] * active / (run_cycles / (gpu.clock_ghz * 1e9))
-            / gpu.dram_peak_bytes_per_s}
+    frac = dram_fraction(s_q, topk, s_k)
+    prof = kernel_profile(kernel, m.name, pm, blocks, s_q, timing, gpu.sms, gpu.clock_ghz * 1e9,
+                          max(kernel_s, splitkv_s / launches), gpu.dram_peak_bytes_per_s, frac, requests=b)
+    name = f"{m.name}-b{b}-sq{s_q}-topk{topk}"
     out = {"kernel": kernel, "model": m.name, "b": b, "s_q": s_q, "topk": topk, "h_q": h_q, "s_k": s_k,
-           "gpu": gpu.name,
+           "gpu": gpu.name, "name": name,
            "seconds": seconds, "tflops": flops / seconds / 1e12, "cycles_per_block": per_block,
-           "sm_parts": parts, "waves": waves, "sm_clock_ghz": gpu.clock_ghz,
-           "utilization": {k: round(min(v, 1.0), 4) for k, v in util.items()},
-           "flops": flops, "dram_fraction": dram_fraction(s_q, topk, s_k),
+           "sm_parts": parts, "active_ctas": active, "waves": waves, "sm_clock_ghz": gpu.clock_ghz,
+           "utilization": prof["utilization"], "time": prof["time"], "waiting": prof["waiting"],
+           "flops": flops, "dram_fraction": frac,
            "parts": {"sched_s": sched_s, "splitkv_s": splitkv_s, "combine_s": combine_s},
            "clock": {"label": gpu.clock_label, "source": gpu.clock_source}, "fixed_costs": fixed.source}
     if band:
         from simtc.engine.sensitivity import band as param_band
 
-        b = param_band(lambda t: _kernel_cycles(kernel, m.name, pm, blocks, t, active)[0] * waves, timing,
-                       base=cycles, progress=progress)
-        lo2 = gpu.clock_uncertainty ** 2 + (1 - b["low"] / cycles) ** 2
-        hi2 = gpu.clock_uncertainty ** 2 + (b["high"] / cycles - 1) ** 2
-        moved = b["rests_on"]
-        k = splitkv_s / seconds  # the band moves the kernel's share of the call
-        out["seconds_low"] = seconds * (1 - k * math.sqrt(lo2))
-        out["seconds_high"] = seconds * (1 + k * math.sqrt(hi2))
+        pb = param_band(lambda t: _kernel_cycles(kernel, m.name, pm, blocks, t, active)[0] * waves, timing,
+                        base=cycles, progress=progress)
+        k = splitkv_s / seconds  # the parameters and the clock move the kernel's share of the call
+        par_lo = k * math.sqrt(gpu.clock_uncertainty ** 2 + (1 - pb["low"] / cycles) ** 2)
+        par_hi = k * math.sqrt(gpu.clock_uncertainty ** 2 + (pb["high"] / cycles - 1) ** 2)
+        errors = MODEL_ERRORS.get(kernel)
+        if errors is not None:
+            eb = errors.band(exclude=name)
+            lo = eb.center - math.sqrt(eb.half_width ** 2 + par_lo ** 2)
+            hi = eb.center + math.sqrt(eb.half_width ** 2 + par_hi ** 2)
+            out["band"] = {"coverage": errors.coverage, "procedure": BAND_PROCEDURE, "model_error": eb.as_dict(),
+                           "parameters": {"low": -par_lo, "high": par_hi}, "source": errors.source}
+        else:  # no call of this kernel measured: the parameters and the clock only
+            lo, hi = -par_lo, par_hi
+            out["band"] = {"coverage": None, "procedure": "the unmeasured parameters and the clock only: no call of "
+                           "this kernel has been measured, so the model's own error is not in the band",
+                           "parameters": {"low": -par_lo, "high": par_hi}}
+        out["seconds_low"] = seconds * math.exp(lo)
+        out["seconds_high"] = seconds * math.exp(hi)
         out["tflops_low"] = flops / out["seconds_high"] / 1e12
         out["tflops_high"] = flops / out["seconds_low"] / 1e12
-        out["band_rests_on"] = moved
+        out["band_rests_on"] = pb["rests_on"]
     return out
 
 
+def model_errors(rows, *, s_k: bool = True) -> list[tuple[str, float]]:
+    """``(name, log(predicted / measured))`` of FlashMLA's SM90 calls in a timing recording's rows (dicts with
+    ``name, model, b, s_q, topk, s_k, call_ms``): what :data:`MODEL_ERRORS` holds, recomputed by the tests."""
+    out = []
+    for r in rows:
+        p = predict("flashmla-sm90", r["model"], r["b"], r["s_q"], r["topk"], s_k=r["s_k"] if s_k else None,
+                    band=False)
+        out.append((r["name"], round(math.log(p["seconds"] / (r["call_ms"] * 1e-3)), 5)))
+    return out
