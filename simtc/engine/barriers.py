@@ -51,7 +51,7 @@ class MBarrierState:
     they complete the current phase; over-arrival and tx-count underflow are *recorded* in
     ``errors`` (list of ``(rule, message)``) so the engine can report them as hazards."""
 
-    __slots__ = ("arrivals", "errors", "expected", "initialized", "name", "pending", "phase", "tx")
+    __slots__ = ("arrivals", "errors", "expected", "initialized", "invalidated", "name", "pending", "phase", "tx")
 
     def __init__(self, name: str, count: int | None = None):
         self.name = name
@@ -60,6 +60,7 @@ class MBarrierState:
         self.tx = 0
         self.phase = 0
         self.initialized = False
+        self.invalidated = False  # mbarrier.inval ran since the last init (PTX ISA 9.0 §9.7.13.15.10)
         self.errors: list[tuple[str, str]] = []
         self.arrivals = 0  # arrivals counted in the current phase
         if count is not None:
@@ -71,6 +72,7 @@ class MBarrierState:
         self.phase = 0
         self.arrivals = 0
         self.initialized = True
+        self.invalidated = False
 
     def passes(self, parity: int) -> bool:
         """``try_wait.parity`` outcome now: the phase of that parity has completed."""
@@ -137,10 +139,11 @@ class NamedBarrierState:
 
 
 class MBarrier:
-    """An mbarrier in a run: its state machine, the warps waiting on it (``(parity, event, warp)``) and the trace
-    events of its last arrival and its last phase completion."""
+    """An mbarrier in a run: its state machine, the warps waiting on it (``(parity, event, warp)``), the trace
+    events of its last arrival and its last phase completion, and the state tokens its arrivals returned
+    (``(warp index, register)`` -> the phase the arrival counted towards)."""
 
-    __slots__ = ("decl", "last_arrive_ev", "phase_ev", "st", "waiters")
+    __slots__ = ("decl", "last_arrive_ev", "phase_ev", "st", "tokens", "waiters")
 
     def __init__(self, name: str, decl=None):
         self.st = MBarrierState(name)
@@ -148,6 +151,7 @@ class MBarrier:
         self.last_arrive_ev = -1
         self.phase_ev = -1
         self.decl = decl
+        self.tokens: dict = {}
 
 
 class NamedBarrier:

@@ -64,6 +64,7 @@ from __future__ import annotations
 
 from attrs import field, frozen
 
+from simtc.engine.handlers import K_ELECT, K_INVAL, K_SHIFT
 from simtc.engine.hazards import Hazard
 from simtc.engine.ops import (
     K_ALLOC,
@@ -84,6 +85,7 @@ from simtc.engine.ops import (
     K_LD_SHARED,
     K_MMA,
     K_PROXY_FENCE,
+    K_RELINQUISH,
     K_ST,
     K_ST_SHARED,
     K_TMA_LOAD,
@@ -95,15 +97,23 @@ from simtc.engine.ops import (
     K_WGMMA_WAIT,
 )
 
-__all__ = ["BULK", "EV", "GEN", "LD", "PGEN", "ST", "TC", "TCI", "TMA", "CheckLog", "HazardChecker", "Lesson",
+__all__ = ["BULK", "EV", "GEN", "LD", "MB", "PGEN", "ST", "TC", "TCI", "TMA", "CheckLog", "HazardChecker", "Lesson",
            "Signal"]
 
 # knowledge-domain tags (keys of the vector clocks are (tag, warp) or (tag, warp, barrier)):
 # TC completed tensor-pipe ops (mma, cp, wgmma), TCI issued ones (ordering for pipelined pairs only), LD / ST
 # completed tcgen05.ld / st, GEN generic shared-memory accesses, PGEN generic writes behind fence.proxy.async, TMA
 # loads per barrier, BULK bulk-store source reads, EV the warp's signals (arrives, commits, TMA issues: what the
-# mbarrier parity checks follow, never a memory order)
-TC, TCI, LD, ST, GEN, PGEN, TMA, BULK, EV = "tc", "tci", "ld", "st", "gen", "pgen", "tma", "bulk", "ev"
+# mbarrier parity checks follow, never a memory order), MB the warp's uses of mbarrier objects (kept only in a
+# Program that invalidates one: what an mbarrier.inval must happen after)
+TC, TCI, LD, ST, GEN, PGEN, TMA, BULK, EV, MB = "tc", "tci", "ld", "st", "gen", "pgen", "tma", "bulk", "ev", "mb"
+_TENSOR_OPS = (K_MMA, K_CP, K_WGMMA, K_SHIFT)
+# the .sync.aligned tcgen05 instructions: every thread of the warp executes them (PTX ISA 9.0 §9.7.16.7.1,
+# §9.7.16.8.3, §9.7.16.8.4, §9.7.16.11.1 -- ".aligned": all threads of the warp execute the same instruction)
+_WARP_COLLECTIVE = frozenset((K_ALLOC, K_DEALLOC, K_RELINQUISH, K_LD, K_ST, K_WAIT_LD, K_WAIT_ST))
+# fence.proxy.async state spaces that cover shared::cta (PTX ISA 9.0 §9.7.13.4: the plain form covers every state
+# space, .shared::cluster the CTA's window within it; .global no shared memory)
+_SMEM_FENCES = frozenset(("shared::cta", "shared::cluster", ""))
 
 
 def _join(dst: dict, src: dict) -> None:
@@ -144,15 +154,16 @@ class Lesson:
 class _Knows:
     """What one warp knows, and its own sequence counters."""
 
-    __slots__ = ("bulk_groups", "bulk_seq", "consumed", "ev", "gen_seq", "ld_seq", "pend", "pub", "st_seq", "tc",
-                 "tc_seq", "tma_seq", "vc", "wg_groups")
+    __slots__ = ("bulk_groups", "bulk_seq", "consumed", "elect", "ev", "gen_seq", "ld_seq", "mb_seq", "pend", "pub",
+                 "st_seq", "tc", "tc_seq", "tma_seq", "vc", "wg_groups")
 
     def __init__(self):
         self.vc: dict = {}
         self.tc: dict = {}
         self.pend: dict = {}
         self.pub: dict = {}
-        self.tc_seq = self.ld_seq = self.st_seq = self.gen_seq = self.bulk_seq = self.ev = 0
+        self.tc_seq = self.ld_seq = self.st_seq = self.gen_seq = self.bulk_seq = self.ev = self.mb_seq = 0
+        self.elect = 0  # elect.sync meetings of its CTA warp it reached
         self.consumed: dict[str, tuple[int, int, int]] = {}  # bar -> (phase observed, own signals then, record)
         self.tma_seq: dict[str, int] = {}
         self.bulk_groups: list[int] = []
@@ -181,6 +192,7 @@ class HazardChecker:
         self.range_over_w = index.range_over_w
         self.range_over_r = index.range_over_r
         self.range_over_g = getattr(index, "range_over_g", None)
+        self.ranges_of = getattr(index, "ranges_of", None)
         self.allocations = allocations
         self.table = barriers  # the mbarriers the setup code initialised before the roles (None: not known)
         self._inits: dict[str, tuple] = {}  # mbarrier -> (key, seq, owner, index) of its last mbarrier.init
@@ -203,6 +215,19 @@ class HazardChecker:
         self.smem_w: dict = {}
         self.smem_r: dict = {}
         self.smem_g: dict = {}
+        # mbarrier life cycles (PTX ISA 9.0 §9.7.13.15.9, §9.7.13.15.10)
+        self.barrier_bytes: dict[str, tuple[int, int]] | None = None  # name -> [addr, addr + 8) (on_barrier_memory)
+        self._bar_hits: dict[int, tuple[str, ...]] = {}  # shared-memory range-set id -> barriers it overlaps
+        self._live: dict[str, tuple | None] = {}  # mbarrier -> its last init record (valid), absent: not valid
+        self._invalid: set[str] = set()  # mbarriers an mbarrier.inval ended (and no init since)
+        self._fresh: set[str] = set()  # table mbarriers whose first mbarrier.init is the table's own
+        self._fresh_used: set[tuple[str, int]] = set()  # (such a barrier, a warp that used it before any init)
+        self._lifecycle = any(op.kind == K_INVAL for a in warps for op in a.ops)
+        self._uses: dict[str, dict[int, tuple[int, int]]] = {}  # mbarrier -> warp -> (MB seq, record) of last use
+        self._allocs: list[tuple] = []  # (CTA warp, ncols, warp index, record, GEN seq) of each tcgen05.alloc
+        self._nbar_count: dict = {}  # named barrier -> (threads, warp, record) of its generation's first arrival
+        self._mixed: set = set()  # named-barrier arrivals whose generation already had another thread count
+        self._nbar_last: dict = {}  # named barrier -> (threads, warps, {waiter: its EV at arrival}, first record)
 
     # ------------------------------------------------------------------ reports
     def _hazard(self, rule: str, first, second, message: str) -> None:
@@ -255,11 +280,13 @@ class HazardChecker:
         return acc
 
     def _pipelined(self, first, second) -> bool:
-        """``first`` then ``second`` execute in issue order: ``cp -> mma``, and ``mma -> mma`` with the same
-        accumulator, shape and kind (PTX ISA 9.0 §9.7.16.6.2)."""
+        """``first`` then ``second`` execute in issue order: ``cp -> mma``, ``shift -> mma``, ``mma -> shift``, and
+        ``mma -> mma`` with the same accumulator, shape and kind (PTX ISA 9.0 §9.7.16.6.2)."""
+        if second.kind == K_SHIFT:  # mma -> shift [PTX ISA 9.0 §9.7.16.6.2's table, as read here]
+            return first.kind == K_MMA
         if second.kind != K_MMA:
             return False
-        if first.kind == K_CP:
+        if first.kind in (K_CP, K_SHIFT):
             return True
         return first.kind == K_MMA and self._accumulator(first) == self._accumulator(second)
 
@@ -296,7 +323,7 @@ class HazardChecker:
                 readers = self.tmem_r.get(r)
                 if readers:
                     for rkey, (rseq, owner, idx) in readers.items():
-                        if tc_get(rkey, 0) >= rseq:
+                        if tc_get(rkey, 0) >= rseq or (idx == i and owner == w.idx):  # (its own read: a shift)
                             continue
                         issued = None
                         if rkey[0] == TC and unit_tc and self._pipelined(self.warps[owner].ops[idx], op):
@@ -429,13 +456,31 @@ class HazardChecker:
                     if hit is None:
                         continue
                     wkey, wseq, owner, idx = hit
-                    if wkey[0] == GEN and (owner == w.idx or key[0] == GEN):
-                        continue  # the warp's own program order; generic over generic: not checked (a CUDA-core
-                    if vc_get(wkey, 0) < wseq:  # block's footprint is the whole buffer its warpgroup shares)
+                    if wkey[0] == GEN and key[0] == GEN:
+                        continue  # generic over generic: not checked (a CUDA-core block's footprint is the whole
+                    if wkey[0] == GEN and owner == w.idx:  # buffer its warpgroup shares)
+                        if vc_get((PGEN, owner), 0) < wseq and not self._alloc_write(owner, idx):
+                            self._hazard("missing-proxy-fence", self._rec(owner, idx), me,
+                                         f"st.shared {self.fmt(owner, idx)} is overwritten by the async proxy (TMA) "
+                                         "without fence.proxy.async between them")
+                        continue
+                    if vc_get(wkey, 0) < wseq:
                         what = "TMA load" if wkey[0] == TMA else "write"
                         self._hazard("smem-write-after-write", self._rec(owner, idx), me,
                                      f"{w.name} cannot know that the {what} {self.fmt(owner, idx)} of these bytes "
                                      "has completed: the final contents depend on the timing")
+                    elif (wkey[0] == GEN and key[0] != GEN and vc_get((PGEN, owner), 0) < wseq
+                          and not self._alloc_write(owner, idx)):
+                        self._hazard("missing-proxy-fence", self._rec(owner, idx), me,
+                                     f"st.shared {self.fmt(owner, idx)} is overwritten by the async proxy (TMA) "
+                                     "without fence.proxy.async by the writer before its release or by this warp "
+                                     "after its acquire")
+            if self.barrier_bytes:
+                for bar in self._barriers_hit(q):
+                    if bar in self._live:
+                        self._hazard("mbarrier-object-overwritten", None, me,
+                                     f"{w.name} writes the 8 bytes of the valid mbarrier {bar} (not through an "
+                                     "mbarrier instruction)")
             smem_w[q] = (key, seq, w.idx, i)
 
     def _smem_add_reader(self, w, i: int, ranges, key, seq, table: dict) -> None:
@@ -446,14 +491,45 @@ class HazardChecker:
             d[key] = (seq, w.idx, i)
 
     def _barrier_use(self, w, i: int, op, k: _Knows) -> None:
-        """An mbarrier used (init, arrive, wait, commit, TMA) by warp ``w``: a barrier outside the Program's table
-        (whose barriers the setup code initialised before the roles ran) needs an ``mbarrier.init`` that happens
-        before the use -- the same warp's, or another's followed by a thread sync (PTX ISA 9.0 §9.7.13.15.9)."""
+        """An mbarrier used (init, inval, arrive, wait, commit, TMA) by warp ``w``: its life cycle (PTX ISA 9.0
+        §9.7.13.15.10: an init of a valid object, any operation but init on an invalidated one, an inval that does
+        not come after every other warp's use), then, for a barrier outside the Program's table (whose barriers the
+        setup code initialised before the roles ran), an ``mbarrier.init`` that happens before the use -- the same
+        warp's, or another's followed by a thread sync (PTX ISA 9.0 §9.7.13.15.9)."""
         bar = op.bar
+        me = (w.role, w.warp, i)
+        kind = op.kind
+        if kind == K_INIT:
+            if bar in self._fresh and (bar, w.idx) not in self._fresh_used:
+                self._fresh.discard(bar)  # the init the table stands for (the warp has not used the barrier yet)
+            elif bar in self._live:
+                prev = self._live[bar]
+                self._hazard("mbarrier-init-in-use", prev, me,
+                             f"mbarrier.init of {bar}, which is a valid mbarrier ("
+                             f"{'initialised by ' + self._recname(prev) if prev else 'the table initialised it'}) "
+                             "with no mbarrier.inval since")
+            self._live[bar] = me
+            self._invalid.discard(bar)
+        elif bar in self._invalid:
+            self._hazard("mbarrier-use-after-inval", None, me,
+                         f"{op.name} on {bar} after its mbarrier.inval (no mbarrier.init since)")
+        elif kind == K_INVAL and bar in self._live:
+            del self._live[bar]
+            self._invalid.add(bar)
+            for owner, (seq, idx) in self._uses.get(bar, {}).items():
+                if owner != w.idx and k.vc.get((MB, owner), 0) < seq:
+                    self._hazard("mbarrier-inval-in-use", self._rec(owner, idx), me,
+                                 f"no synchronisation orders {self.fmt(owner, idx)} on {bar} before {w.name}'s "
+                                 "mbarrier.inval: the object may still be in use")
+        elif bar in self._fresh:
+            self._fresh_used.add((bar, w.idx))
+        if self._lifecycle:
+            k.mb_seq += 1
+            k.vc[(MB, w.idx)] = k.mb_seq
+            self._uses.setdefault(bar, {})[w.idx] = (k.mb_seq, i)
         if self.table is not None and bar in self.table:
             return
-        me = (w.role, w.warp, i)
-        if op.kind == K_INIT:
+        if kind == K_INIT:
             self._inits[bar] = ((GEN, w.idx), self._generic(w, i, k), w.idx, i)
             return
         init = self._inits.get(bar)
@@ -467,6 +543,37 @@ class HazardChecker:
             self._hazard("mbarrier-uninitialized", self._rec(owner, idx), me,
                          f"{w.name} uses {bar} with no synchronisation after its mbarrier.init "
                          f"{self.fmt(owner, idx)}")
+
+    @staticmethod
+    def _recname(r) -> str:
+        return f"{r[0]}[w{r[1]}]#{r[2]}"
+
+    def on_barrier_memory(self, cycle: int, spans: dict) -> None:
+        """Where the table's mbarrier objects lie: name -> ``(addr, addr + 8)``. An ordinary write (``st.shared``, a
+        CUDA-core block, a TMA load, tcgen05.alloc's address) into those bytes while the barrier is valid is
+        ``mbarrier-object-overwritten`` (PTX ISA 9.0 §9.7.13.15.1: an opaque object only the mbarrier instructions
+        access; §9.7.13.15.10: its memory serves another purpose only after mbarrier.inval). Writes made before
+        this call are checked now (they are the last writers of their bytes)."""
+        self._now = cycle
+        self.barrier_bytes = dict(spans)
+        self._bar_hits = {}
+        for q, (_key, _seq, owner, idx) in list(self.smem_w.items()):
+            for bar in self._barriers_hit(q):
+                if bar in self._live:
+                    w = self.warps[owner]
+                    self._hazard("mbarrier-object-overwritten", None, (w.role, w.warp, idx),
+                                 f"{self.fmt(owner, idx)} writes the 8 bytes of the valid mbarrier {bar}")
+
+    set_barrier_bytes = on_barrier_memory
+
+    def _barriers_hit(self, q: int) -> tuple[str, ...]:
+        hit = self._bar_hits.get(q)
+        if hit is None:
+            spans = self.barrier_bytes or {}
+            ranges = self.ranges_of[q]
+            hit = self._bar_hits[q] = tuple(b for b, (a0, a1) in spans.items()
+                                            if any(r0 < a1 and a0 < r1 for r0, r1 in ranges))
+        return hit
 
     def _check_alloc(self, op, me) -> None:
         cols = self.allocations
@@ -495,6 +602,10 @@ class HazardChecker:
         if op.quad_bad:
             self._hazard("lane-quadrant", None, me, op.quad_bad)
         kind = op.kind
+        if w.threads < 32 and kind in _WARP_COLLECTIVE:
+            self._hazard("warp-collective-partial", None, me,
+                         f"{op.name} is .sync.aligned: every thread of the warp executes it, but {w.name} runs it with "
+                         f"{w.threads} of 32 threads")
         done = self.completions
         done[(w.idx, i)] = ((EV, w.idx), k.ev + 1)  # no access of its own: known with the warp's next signal
         if op.bar is not None:
@@ -513,7 +624,7 @@ class HazardChecker:
             done[(w.idx, i)] = (key, s)
             self._smem_write(w, i, op.smem_w, key, s)
             self._carried[token] = ({key: s, (EV, w.idx): k.ev}, {key: s}, w.idx, i)
-        elif kind in (K_MMA, K_CP, K_WGMMA):
+        elif kind in _TENSOR_OPS:
             k.tc_seq += 1
             key = (TC, w.idx)
             done[(w.idx, i)] = (key, k.tc_seq)
@@ -544,9 +655,32 @@ class HazardChecker:
             k.ev += 1
             k.vc[(GEN, w.idx)] = k.gen_seq
             k.vc[(EV, w.idx)] = k.ev
-            nb = self._nbar.get(op.arg[0])
+            bid, count = op.arg
+            nb = self._nbar.get(bid)
             if nb is None:
-                nb = self._nbar[op.arg[0]] = [{}, {}, []]
+                nb = self._nbar[bid] = [{}, {}, []]
+                self._nbar_count[bid] = (count, w.idx, i)
+                prev = self._nbar_last.get(bid)
+                if prev is not None and prev[0] != count and w.idx not in prev[1] \
+                        and not any(k.vc.get((EV, p), 0) > e for p, e in prev[2].items()):
+                    self._hazard("named-barrier-count-mismatch", prev[3], me,
+                                 f"barrier {bid}: {w.name} arrives for {count} threads with nothing ordering it after "
+                                 f"the release of the previous generation ({prev[0]} threads): it may join that one")
+            else:
+                if self._nbar_count[bid][0] != count:  # within one generation (PTX ISA 9.0 §9.7.13.1): the
+                    self._mixed.add(me)  # engine's report of this arrival stands (on_violation)
+            _join(nb[0], k.vc)
+            _join(nb[1], k.pub)
+            nb[2].append((w.idx, i, dict(k.vc)))
+        elif kind == K_ELECT:  # the warp's lanes meet (a release in on_release): like a bar.sync of the CTA warp
+            k.ev += 1
+            k.elect += 1
+            k.vc[(GEN, w.idx)] = k.gen_seq
+            k.vc[(EV, w.idx)] = k.ev
+            key = ("elect", w.warp, k.elect)
+            nb = self._nbar.get(key)
+            if nb is None:
+                nb = self._nbar[key] = [{}, {}, []]
             _join(nb[0], k.vc)
             _join(nb[1], k.pub)
             nb[2].append((w.idx, i, dict(k.vc)))
@@ -562,8 +696,10 @@ class HazardChecker:
             self._tmem_write(w, i, op, op.tmem_w, (ST, w.idx), k.st_seq, False)
             self._check_alloc(op, me)
         elif kind == K_PROXY_FENCE:  # the generic writes this warp made or knows of, ordered before its async-
-            vc = k.vc  # proxy accesses (PTX ISA 9.0 §9.7.16.6.5): the writer's fence before its release, or
-            vc[(PGEN, w.idx)] = k.gen_seq  # the reader's after its acquire
+            if op.rec.state_space not in _SMEM_FENCES:  # proxy accesses (PTX ISA 9.0 §9.7.16.6.5): the writer's
+                return  # fence before its release, or the reader's after its acquire; .global orders no smem
+            vc = k.vc
+            vc[(PGEN, w.idx)] = k.gen_seq
             for key, s in [(key, s) for key, s in vc.items() if key[0] == GEN]:
                 p = (PGEN, key[1])
                 if s > vc.get(p, 0):
@@ -614,9 +750,22 @@ class HazardChecker:
         elif kind == K_ALLOC:  # the allocated address is written to shared memory, in the warp's program order
             if op.smem_w:  # for its non-tcgen05 accesses (PTX ISA 9.0 §9.7.16.6.1)
                 self._smem_write(w, i, op.smem_w, (GEN, w.idx), self._generic(w, i, k))
+            self._allocs.append((w.warp, op.rec.ncols, w.idx, i, k.gen_seq))
         elif kind == K_DEALLOC:
             self._dealloc(w, i, op)
-        # K_INIT (above), K_RELINQUISH: the engine reports what their state machines refuse (on_violation)
+            mine = [a for a in self._allocs if a[1] == op.rec.ncols]
+            if mine and not any(a[0] == w.warp for a in mine):
+                a = mine[-1]
+                self._hazard("tmem-dealloc-other-warp", self._rec(a[2], a[3]), me,
+                             f"{w.name} deallocates {op.rec.ncols} columns that warp {a[0]} allocated "
+                             f"({self.fmt(a[2], a[3])}); the allocating warp deallocates")
+        elif kind == K_RELINQUISH:  # every allocation of the CTA must happen before it (PTX ISA 9.0 §9.7.16.7.1)
+            for warp, _n, owner, idx, seq in self._allocs:
+                if owner != w.idx and k.vc.get((GEN, owner), 0) < seq:
+                    self._hazard("tmem-alloc-after-relinquish", self._rec(owner, idx), me,
+                                 f"no synchronisation orders {self.fmt(owner, idx)} of warp {warp} before {w.name}'s "
+                                 "relinquish_alloc_permit: in another schedule the allocation comes after it")
+        # K_INIT, K_INVAL (above): the engine reports what their state machines refuse (on_violation)
 
     def on_arrival(self, cycle: int, bar: str, token: int) -> None:
         """The arrival ``token`` lands on mbarrier ``bar`` with what its record's issue knew."""
@@ -652,10 +801,14 @@ class HazardChecker:
     def _check_parity(self, bar: str, phase: int, carried: dict, checks: list) -> None:
         """PTX ISA 9.0 §9.7.13.15.16: ``try_wait.parity`` passes on the last completed phase of that parity. Phase
         ``phase`` just completed with the knowledge ``carried``; each check is a wait that passed on an earlier
-        phase: (warp, record, own signals at the reference point, phase it passed on, phantom)."""
-        for w, i, signals, observed, phantom in checks:
+        phase: (warp, record, own signals at the reference point, own signals at the wait, phase it passed on,
+        phantom). A re-wait of a consumed phase is wrong when the next phase waits on a signal the warp made between
+        consuming it and the re-wait; one that depends only on signals made after the re-wait (a re-wait before the
+        warp's own release) always sees the same phase again: legal."""
+        for w, i, signals, upto, observed, phantom in checks:
             me = (w.role, w.warp, i)
-            depends = carried.get((EV, w.idx), 0) > signals
+            made = carried.get((EV, w.idx), 0)
+            depends = made > signals if phantom else signals < made <= upto
             parity = w.ops[i].rec.parity
             if phantom and not depends:
                 self._hazard("mbarrier-wrong-parity", me, me,
@@ -673,13 +826,14 @@ class HazardChecker:
         completed phase carried (a completed phase waited again carries its knowledge again)."""
         self._now = cycle
         k = self.knows[w.idx]
-        prev = k.consumed.get(bar)
-        if observed < 0:
-            self._parity.setdefault(bar, []).append((w, i, k.ev, observed, True))
-        elif prev is not None and prev[0] == observed and k.ev > prev[1]:
-            self._parity.setdefault(bar, []).append((w, i, prev[1], observed, False))
-        if prev is None or prev[0] != observed:
-            k.consumed[bar] = (observed, k.ev, i)
+        if not w.ops[i].rec.token:  # a token names its phase: it cannot alias one two phases back
+            prev = k.consumed.get(bar)
+            if observed < 0:
+                self._parity.setdefault(bar, []).append((w, i, k.ev, k.ev, observed, True))
+            elif prev is not None and prev[0] == observed and k.ev > prev[1]:
+                self._parity.setdefault(bar, []).append((w, i, prev[1], k.ev, observed, False))
+            if prev is None or prev[0] != observed:
+                k.consumed[bar] = (observed, k.ev, i)
         if observed >= 0:
             mb = self._mbar.get(bar)
             self.lessons.append(Lesson(w.idx, i, bar, observed, {} if mb is None else mb[2]))
@@ -694,10 +848,17 @@ class HazardChecker:
         nb = self._nbar.pop(bar_id, None)
         if nb is None:
             return
+        count = (self._nbar_count.pop(bar_id, None) or (None,))[0]
         n = self._releases.get(bar_id, 0)
         self._releases[bar_id] = n + 1
-        name = f"bar {bar_id}"
+        name = f"elect.sync w{bar_id[1]}" if isinstance(bar_id, tuple) else f"bar {bar_id}"
         self.signals += [Signal(owner, index, name, n, vc) for owner, index, vc in nb[2]]
+        if not isinstance(bar_id, tuple):  # the generation just released: its count, its warps, and the signal
+            ids = {w.idx for w in waiters}  # number of each waiter's arrival (what it does next knows the release)
+            first = nb[2][0]
+            self._nbar_last[bar_id] = (count, {o for o, _i, _vc in nb[2]},
+                                       {o: vc.get((EV, o), 0) for o, _i, vc in nb[2] if o in ids},
+                                       self._rec(first[0], first[1]))
         smem = _smem_keys(nb[0])
         last = {owner: index for owner, index, _vc in nb[2]}  # each warp's arriving record (its last)
         for w in waiters:
@@ -710,7 +871,12 @@ class HazardChecker:
             _join(k.pend, smem)
 
     def on_violation(self, cycle: int, rule: str, first, second, message: str) -> None:
-        """A state machine of the engine refused something (reported as it is)."""
+        """A state machine of the engine refused something (reported as it is). The engine's thread-count check of
+        a named barrier spans the whole run; the checker's own spans one generation (a count may change between
+        generations, PTX ISA 9.0 §9.7.13.1): the engine's report stands for an arrival whose generation mixes
+        counts, and is left out otherwise."""
+        if rule == "named-barrier-count-mismatch" and second not in self._mixed:
+            return
         self._now = cycle
         self._hazard(rule, first, second, message)
 
@@ -718,6 +884,8 @@ class HazardChecker:
         """The run starts; ``barriers``: the mbarriers of the Program's table (initialised before the roles)."""
         self._now = cycle
         self.table = set(barriers)
+        self._live = dict.fromkeys(self.table)
+        self._fresh = {op.bar for a in self.warps for op in a.ops if op.kind == K_INIT and op.bar in self.table}
 
     def on_end(self, cycle: int) -> None:
         self._now = cycle

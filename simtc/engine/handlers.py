@@ -23,14 +23,26 @@ TMA store / bulk copy                    :func:`tma_store`: copy engine, port re
 ``bar.sync`` / ``bar.arrive``            :func:`named_barrier`: released after the last (+ per warp)
 ``fence.proxy.async``                    :func:`proxy_fence`: holds the warp ``proxy_fence`` cycles
 ``mbarrier.init``, allocs, fences ...    one issue cycle (:func:`init`, :func:`alloc`, :func:`one_cycle`)
+``mbarrier.inval``                       :func:`inval`: one issue cycle; the object is no mbarrier any more
+``elect.sync``                           :func:`elect_sync`: the n-th elect.sync of every role on the CTA warp meet
+``tcgen05.shift``                        :func:`shift`: the tensor pipe (32 B per lane through the TMEM path)
 =======================================  =====================================================================
+
+Three record kinds are added here to :data:`simtc.engine.ops.KIND_OF_CLASS` (:data:`K_INVAL`, :data:`K_ELECT`,
+:data:`K_SHIFT`): ``mbarrier.inval``, ``elect.sync`` and ``tcgen05.shift`` are modelled by this module's handlers
+and the checker only (the semantics layer computes nothing for them).
 """
 
 from __future__ import annotations
 
 from simtc.engine import ops as k
 
-__all__ = ["HANDLERS", "READS", "parameters_of"]
+__all__ = ["HANDLERS", "K_ELECT", "K_INVAL", "K_SHIFT", "READS", "parameters_of"]
+
+K_INVAL, K_ELECT, K_SHIFT = 31, 32, 33
+"""The kinds of ``mbarrier.inval``, ``elect.sync`` and ``tcgen05.shift`` (after :mod:`simtc.engine.ops`' 31)."""
+k.KIND_OF_CLASS.update({"MbarrierInval": K_INVAL, "ElectSync": K_ELECT, "Shift": K_SHIFT})
+k.UNIT_OF_KIND[K_SHIFT] = "tensor_pipe"
 
 
 def one_cycle(eng, w, op, i, now, ev) -> int:
@@ -167,6 +179,13 @@ def cp(eng, w, op, i, now, ev) -> int:
     return 1
 
 
+def shift(eng, w, op, i, now, ev) -> int:
+    """``tcgen05.shift``: the tensor pipe, like a ``tcgen05.cp`` of the bytes it moves (32 per lane) [assumed: no
+    measurement of tcgen05.shift; PTX ISA 9.0 §9.7.16.9.1 calls it asynchronous, tracked by tcgen05.commit]."""
+    eng.tensor_issued(w, op, i, ev, eng.pipe.cp(now, op.rec.nbytes, w.idx))
+    return 1
+
+
 def wgmma(eng, w, op, i, now, ev):
     """``wgmma.mma_async``: the first warp of the warpgroup to issue it enqueues it; the others share it. A warp
     with ``wgmma_max_outstanding`` in flight stalls until the oldest completes."""
@@ -250,6 +269,10 @@ def arrive(eng, w, op, i, now, ev) -> int:
     """``mbarrier.arrive`` (``.expect_tx``): lands ``mbarrier_arrive`` after issue, and not before this warp's
     shared-memory stores are visible (the arrive releases them)."""
     t = max(now, w.store_visible) + eng.c["mbarrier_arrive"]
+    mb = eng.mbars[op.bar]
+    _barrier_memory(eng)
+    if op.rec.state:  # the token: the phase the arrival counts towards [assumed: read at issue, it lands at t]
+        mb.tokens[w.idx, op.rec.state] = mb.st.phase
     if op.kind == k.K_ARRIVE:
         eng.arrive_at(t, op, w, i, ev, eng.token, op.rec.count * (1 if op.rec.elected else w.threads), "arrive")
     else:
@@ -258,21 +281,30 @@ def arrive(eng, w, op, i, now, ev) -> int:
 
 
 def try_wait(eng, w, op, i, now, ev):
-    """``mbarrier.try_wait.parity``: until the phase of that parity has completed; the warp sees it
-    ``mbarrier_try_wait`` later."""
+    """``mbarrier.try_wait``: until the phase of that parity has completed, or (a state token) the phase the token
+    names; the warp sees it ``mbarrier_try_wait`` later."""
     mb = eng.mbars[op.bar]
     st = mb.st
+    _barrier_memory(eng)
     if not st.initialized:
         eng.violation("mbarrier-uninitialized", None, (w.role, w.warp, i),
                       f"try_wait on {st.name} before mbarrier.init")
-    parity = op.rec.parity
-    if not st.passes(parity):
-        w.block(eng, i, f"{st.name} parity {parity} (phase {st.phase})")
+    token = op.rec.token
+    if token:
+        phase = mb.tokens.get((w.idx, token), st.phase)
+        parity = phase & 1  # the phase after it is the first whose completion passes (PTX ISA 9.0 §9.7.13.15.16)
+        passed = st.phase > phase
+    else:
+        parity = op.rec.parity
+        passed = st.passes(parity)
+    if not passed:
+        w.block(eng, i, f"{st.name} {'token ' + token if token else f'parity {parity}'} (phase {st.phase})")
         evt = eng.sched.event()
         mb.waiters.append((parity, evt, w))
         dep = yield evt
         w.unblock(eng, i, dep)
-    eng.observed(w, i, op.bar, st.phase - 1)  # the last completed phase (-1: the fresh barrier's phantom phase)
+    # the phase it passed on (-1: the fresh barrier's phantom phase); a token names its own
+    eng.observed(w, i, op.bar, phase if token else st.phase - 1)
     d = eng.c["mbarrier_try_wait"]
     w.busy += d
     yield eng.sched.sleep(d)
@@ -299,11 +331,64 @@ def named_barrier(eng, w, op, i, now, ev):
 
 
 def init(eng, w, op, i, now, ev) -> int:
-    mb = eng.mbars[op.bar]
-    if mb.st.initialized and mb.st.phase == 0 and mb.st.pending != mb.st.expected:
-        eng.violation("mbarrier-over-arrival", None, (w.role, w.warp, i), f"{op.bar} re-initialized while in use")
-    mb.st.init(op.rec.count)
+    """``mbarrier.init``: the state machine starts anew (the checker judges an init of a barrier still valid,
+    ``mbarrier-init-in-use``)."""
+    _barrier_memory(eng)
+    eng.mbars[op.bar].st.init(op.rec.count)
     return 1
+
+
+def inval(eng, w, op, i, now, ev) -> int:
+    """``mbarrier.inval``: the object is no mbarrier any more (PTX ISA 9.0 §9.7.13.15.10); its state machine stays
+    as it was, so a run that goes on using it (a bug the checker reports) keeps its timing."""
+    _barrier_memory(eng)
+    eng.mbars[op.bar].st.invalidated = True
+    return 1
+
+
+def _barrier_memory(eng) -> None:
+    """Tell the observers where the table's mbarrier objects lie (once, at the first barrier record): the 8 bytes no
+    other write may touch while the barrier is valid (PTX ISA 9.0 §9.7.13.15.1, §9.7.13.15.10)."""
+    if "_barrier_memory" in eng.__dict__:
+        return
+    spans = eng.__dict__["_barrier_memory"] = {name: (mb.decl.addr, mb.decl.addr + 8) for name, mb in eng.mbars.items()
+                                               if mb.decl is not None and mb.decl.addr is not None}
+    if spans:
+        for o in eng.observers:
+            tell = getattr(o, "on_barrier_memory", None)
+            if tell is not None:
+                tell(eng.sched.now, spans)
+
+
+def elect_sync(eng, w, op, i, now, ev):
+    """``elect.sync``: the n-th ``elect.sync`` of every role on this CTA warp is one warp-wide instruction (PTX ISA 9.0
+    §9.7.13.14, ``.sync``): each role waits until all have reached it; then the observers learn it as a release of
+    the warp's lanes, and all go on the next cycle [assumed: one issue cycle, as a convergence point]."""
+    state = eng.__dict__.get("_elect_syncs")
+    if state is None:  # per engine: how many elect.sync each warp's role holds, and the meetings in progress
+        state = eng.__dict__["_elect_syncs"] = {
+            "count": {b.idx: sum(1 for o in b.ops if o.kind == K_ELECT) for b in eng.warps}, "seen": {}, "open": {}}
+    n = state["seen"][w.idx] = state["seen"].get(w.idx, 0) + 1
+    key = ("elect", w.warp, n)
+    meeting = state["open"].setdefault(key, [])
+    evt = eng.sched.event()
+    meeting.append((evt, w))
+    expected = sum(1 for b in eng.warps if b.warp == w.warp and state["count"][b.idx] >= n)
+    if len(meeting) >= expected:
+        del state["open"][key]
+        for o in eng.observers:
+            o.on_release(now, key, [x for _, x in meeting])
+        rel = eng.ev("", -1, -1, "phase", f"elect.sync of warp {w.warp} #{n}", ev)
+        for e, _x in meeting:
+            e.succeed(rel)
+    if not evt.triggered:
+        w.block(eng, i, f"elect.sync of warp {w.warp} #{n}")
+        dep = yield evt
+        w.unblock(eng, i, dep)
+    else:
+        yield evt
+    w.busy += 1
+    yield eng.sched.sleep(1)
 
 
 def alloc(eng, w, op, i, now, ev) -> int:
@@ -325,6 +410,7 @@ READS = {
     k.K_TMA_LOAD: (*_ISSUE, "tma_issue_gap", *_MEMORY, "smem_port_bytes_per_cycle"),
     k.K_TMA_STORE: (*_ISSUE, "tma_issue_gap", *_MEMORY, "smem_port_bytes_per_cycle"),
     k.K_MMA: (*_ISSUE, *_TENSOR), k.K_CP: (*_ISSUE, "mma_issue", "smem_port_bytes_per_cycle", "tcgen05_cp_fixed"),
+    K_SHIFT: (*_ISSUE, "mma_issue", "smem_port_bytes_per_cycle", "tcgen05_cp_fixed"),
     k.K_WGMMA: (*_ISSUE, *_WGMMA), k.K_COMMIT: (*_ISSUE, "commit_arrive"),
     k.K_LD: (*_ISSUE, "tcgen05_ld_fixed", "tcgen05_ldst_columns_per_cycle"),
     k.K_ST: (*_ISSUE, "tcgen05_st_fixed", "tcgen05_ldst_columns_per_cycle"),
@@ -360,6 +446,7 @@ HANDLERS = {
     k.K_COMMIT: commit, k.K_LD: tmem_access, k.K_ST: tmem_access, k.K_WAIT_LD: wait_tmem, k.K_WAIT_ST: wait_tmem,
     k.K_ARRIVE: arrive, k.K_ARRIVE_TX: arrive, k.K_TRY_WAIT: try_wait, k.K_BAR_SYNC: named_barrier,
     k.K_BAR_ARRIVE: named_barrier, k.K_INIT: init, k.K_ALLOC: alloc, k.K_DEALLOC: alloc, k.K_RELINQUISH: alloc,
-    k.K_PROXY_FENCE: proxy_fence, k.K_FENCE_AFTER: one_cycle, k.K_FENCE_BEFORE: one_cycle,
+    k.K_PROXY_FENCE: proxy_fence, k.K_FENCE_AFTER: one_cycle, k.K_FENCE_BEFORE: one_cycle, K_INVAL: inval,
+    K_ELECT: elect_sync, K_SHIFT: shift,
 }
 """Record kind -> its handler."""

@@ -73,9 +73,10 @@ _RULES = (
          "observed through its mbarrier, or a generic store of another warp not ordered by a barrier)",
          "PTX ISA 9.0 §9.7.13.15 (mbarrier complete-tx); memory consistency model (§8)"),
     Rule("missing-proxy-fence",
-         "shared memory written through the generic proxy (st.shared) and consumed by the async proxy (MMA, "
-         "tcgen05.cp, TMA store) without fence.proxy.async between them: by the writer before its release, or by "
-         "the consumer after its acquire",
+         "shared memory written through the generic proxy (st.shared) and then read by the async proxy (MMA, "
+         "tcgen05.cp, TMA store) or overwritten by it (a TMA load) without fence.proxy.async between them: by the "
+         "writer before its release, or by the consumer after its acquire; a fence naming .global orders no shared "
+         "memory (.shared::cta, .shared::cluster and the plain form do: PTX ISA 9.0 §9.7.13.4, membar/fence)",
          "PTX ISA 9.0 §9.7.16.6.5 (fence.proxy.async)"),
     Rule("missing-after-thread-sync-fence",
          "a tcgen05 operation relies on a thread sync (mbarrier wait, bar.sync) without "
@@ -102,11 +103,29 @@ _RULES = (
          "PTX ISA 9.0 §9.7.13.15"),
     Rule("mbarrier-wrong-parity",
          "try_wait.parity passed on a phase this warp already consumed while the barrier's next phase depends on "
-         "a signal the warp made after consuming it (parity not flipped: re-waiting a completed phase is "
-         "otherwise legal and carries its knowledge again), or on the barrier's initial phase while the barrier "
-         "is a completion barrier: phase 0 completes without anything the warp did after the wait (producer's "
-         "data not yet there)",
+         "a signal the warp made after consuming it and before the re-wait (parity not flipped: re-waiting a "
+         "completed phase is otherwise legal and carries its knowledge again, also before the warp's own release), "
+         "or on the barrier's initial phase while the barrier is a completion barrier: phase 0 completes without "
+         "anything the warp did after the wait (producer's data not yet there); a wait on a state token names its "
+         "phase and cannot alias",
          "PTX ISA 9.0 §9.7.13.15, §9.7.13.15.16"),
+    Rule("mbarrier-init-in-use",
+         "mbarrier.init of an mbarrier that is still valid (initialised, by the table or an earlier init, and not "
+         "invalidated with mbarrier.inval since)",
+         "PTX ISA 9.0 §9.7.13.15.9 (mbarrier.init), §9.7.13.15.10 (mbarrier.inval)"),
+    Rule("mbarrier-use-after-inval",
+         "an mbarrier operation other than mbarrier.init (arrive, wait, commit, TMA complete_tx, inval) on an "
+         "mbarrier after its mbarrier.inval",
+         "PTX ISA 9.0 §9.7.13.15.10 (mbarrier.inval)"),
+    Rule("mbarrier-inval-in-use",
+         "mbarrier.inval while another warp's use of the mbarrier (an arrive, a wait, a commit or a TMA on it) "
+         "is not ordered before it by any synchronisation",
+         "PTX ISA 9.0 §9.7.13.15.10 (mbarrier.inval), §8 (memory consistency model: causality order)"),
+    Rule("mbarrier-object-overwritten",
+         "an ordinary write (st.shared, a CUDA-core block, a TMA load, tcgen05.alloc's address) into the 8 bytes "
+         "of a valid mbarrier object (the table's address): only mbarrier instructions access the object until "
+         "mbarrier.inval",
+         "PTX ISA 9.0 §9.7.13.15.1 (size and alignment of the mbarrier object), §9.7.13.15.10 (mbarrier.inval)"),
     Rule("mbarrier-uninitialized",
          "an mbarrier used before mbarrier.init",
          "PTX ISA 9.0 §9.7.13.15"),
@@ -117,6 +136,15 @@ _RULES = (
     Rule("tmem-dealloc-unallocated",
          "tcgen05.dealloc of columns that were not allocated",
          "PTX ISA 9.0 §9.7.16.7.1"),
+    Rule("tmem-dealloc-other-warp",
+         "tcgen05.dealloc by a warp that allocated no such columns while another warp did: the warp that "
+         "allocated Tensor Memory deallocates it",
+         "PTX ISA 9.0 §9.7.16.7.1"),
+    Rule("warp-collective-partial",
+         "a .sync.aligned tcgen05 instruction (alloc, dealloc, relinquish_alloc_permit, ld, st, wait::ld, wait::st) "
+         "executed by fewer than the 32 threads of the warp (a partial-warp or one-lane role): every thread of the "
+         "warp executes the same instruction",
+         "PTX ISA 9.0 §9.7.16.7.1, §9.7.16.8.3, §9.7.16.8.4, §9.7.16.11.1 (.sync, .aligned)"),
     Rule("tmem-dealloc-in-flight",
          "tcgen05.dealloc of columns a TMEM access may still touch: the deallocating warp must know every access "
          "complete (its own tcgen05.ld/st waited, an MMA/cp committed and observed, another warp's accesses "
@@ -127,7 +155,8 @@ _RULES = (
          "an mbarrier) orders after the allocation",
          "PTX ISA 9.0 §9.7.16.7.1, §9.7.16.6.1"),
     Rule("tmem-alloc-after-relinquish",
-         "tcgen05.alloc after tcgen05.relinquish_alloc_permit",
+         "tcgen05.alloc after tcgen05.relinquish_alloc_permit, or not ordered before it (another warp's allocation "
+         "that no synchronisation places before the relinquish: another schedule runs it after)",
          "PTX ISA 9.0 §9.7.16.7.1"),
     Rule("tmem-not-deallocated",
          "the kernel ends with Tensor Memory still allocated",
@@ -136,7 +165,8 @@ _RULES = (
          "Tensor Memory touched outside every live allocation",
          "PTX ISA 9.0 §9.7.16.1.2"),
     Rule("named-barrier-count-mismatch",
-         "participants of one named barrier name different thread counts",
+         "participants of one generation of a named barrier name different thread counts (the count may change "
+         "from one generation to the next)",
          "PTX ISA 9.0 §9.7.13.1"),
     Rule("deadlock",
          "every live warp waits and nothing in flight can release any of them",

@@ -62,10 +62,10 @@ from simtc.isa.base import REGISTRY, Instr, IsaError, record_from_json, register
 from simtc.isa.cuda_core import CudaCoreBlock
 from simtc.isa.footprint import Footprint, SmemRange, TmemRect
 from simtc.isa.idesc import InstrDescriptor
-from simtc.isa.mbarrier import MbarrierArrive, MbarrierArriveExpectTx, MbarrierInit, MbarrierTryWait
+from simtc.isa.mbarrier import MbarrierArrive, MbarrierArriveExpectTx, MbarrierInit, MbarrierInval, MbarrierTryWait
 from simtc.isa.program import OPCODES, Barrier, Program, Role
 from simtc.isa.shared import LdShared, StShared
-from simtc.isa.sync import BarArrive, BarSync, FenceProxyAsync, named_barrier_key
+from simtc.isa.sync import BarArrive, BarSync, ElectSync, FenceProxyAsync, named_barrier_key
 from simtc.isa.tcgen05 import (
     COLLECTORS_MMA,
     COLLECTORS_WS,
@@ -78,6 +78,7 @@ from simtc.isa.tcgen05 import (
     Ld,
     Mma,
     RelinquishAllocPermit,
+    Shift,
     St,
     WaitLd,
     WaitSt,
@@ -104,6 +105,7 @@ __all__ = [
     "CpAsyncBulkTensorStore",
     "CudaCoreBlock",
     "Dealloc",
+    "ElectSync",
     "FenceAfterThreadSync",
     "FenceBeforeThreadSync",
     "FenceProxyAsync",
@@ -116,11 +118,13 @@ __all__ = [
     "MbarrierArrive",
     "MbarrierArriveExpectTx",
     "MbarrierInit",
+    "MbarrierInval",
     "MbarrierTryWait",
     "Mma",
     "Program",
     "RelinquishAllocPermit",
     "Role",
+    "Shift",
     "SmemDescriptor",
     "SmemRange",
     "St",

@@ -46,7 +46,7 @@ OPCODES = (
     "mbarrier.arrive", "mbarrier.arrive.expect_tx", "mbarrier.try_wait", "cp.async.bulk.tensor", "cp.async.bulk",
     "cp.async.bulk.commit_group", "cp.async.bulk.wait_group.read", "bar.sync", "bar.arrive", "fence.proxy.async",
     "ld.shared", "st.shared", "wgmma.fence", "wgmma.mma_async", "wgmma.commit_group", "wgmma.wait_group",
-    "cuda_core",
+    "cuda_core", "mbarrier.inval", "elect.sync", "tcgen05.shift",
 )
 """Every counting key a record can have (:attr:`Instr.opcode`), in a stable order."""
 
@@ -201,18 +201,42 @@ def _barriers(value) -> tuple[Barrier, ...]:
 
 
 def _check_warps(p: Program) -> None:
-    """A warp runs one role; a one-thread role (``threads=1``: the warp's elected lane, e.g. flashmla-sm90's
-    ``q_load``, which inits the barriers and loads Q beside WG0's warp 0) may run beside it."""
-    owner: dict[int, str] = {}
+    """A warp's 32 lanes run one role, or several *partial-warp* roles whose lanes add up to at most 32 (a role of
+    one warp with ``threads < 32``: the lanes a branch on the lane index keeps); a one-thread role (``threads=1``:
+    the warp's elected lane, e.g. flashmla-sm90's ``q_load``, which inits the barriers and loads Q beside WG0's
+    warp 0, or an ``elect.sync`` branch) may run beside them, its lane being one of theirs."""
+    lanes: dict[int, list[str]] = {}
+    used: dict[int, int] = {}
     for r in p.roles:
         if r.threads == 1:
             continue
+        per_warp = max(1, r.threads // len(r.warps))
         for w in r.warps:
-            if w in owner:
-                fail(f"program {p.name!r}: warp {w} is in roles {owner[w]!r} and {r.name!r}; a warp runs one role "
-                     "(only a one-thread role, threads=1, its elected lane, may run beside it)",
-                     rule="a warp is in one role")
-            owner[w] = r.name
+            lanes.setdefault(w, []).append(r.name)
+            used[w] = used.get(w, 0) + per_warp
+            if used[w] > 32:
+                names = lanes[w]
+                fail(f"program {p.name!r}: warp {w} is in roles {' and '.join(map(repr, names))} with {used[w]} "
+                     "lanes in all; a warp has 32 lanes (partial-warp roles share them; only a one-thread role, "
+                     "threads=1, its elected lane, may run beside them)", rule="a warp's roles share its 32 lanes")
+
+
+def _check_tokens(p: Program) -> None:
+    """A ``try_wait`` on a state token names the ``state`` of an earlier arrive of its role on the same mbarrier
+    (the token is that arrive's result, PTX ISA 9.0 §9.7.13.15.13, §9.7.13.15.16)."""
+    from simtc.isa.mbarrier import MbarrierTryWait
+
+    for r in p.roles:
+        written: dict[str, str] = {}
+        for i, rec in enumerate(r.records):
+            state = getattr(rec, "state", "")
+            if state and hasattr(rec, "bar"):
+                written[state] = rec.bar
+            if isinstance(rec, MbarrierTryWait) and rec.token and written.get(rec.token) != rec.bar:
+                fail(f"program {p.name!r}: role {r.name!r} record {i} ({rec.ptx()}) waits on token {rec.token!r}, "
+                     f"which no earlier arrive of the role on {rec.bar!r} wrote",
+                     rule="a try_wait token is the state of an earlier arrive on the same mbarrier",
+                     ref="PTX ISA 9.0 §9.7.13.15.13, §9.7.13.15.16")
 
 
 def _check_inits(p: Program) -> None:
@@ -248,6 +272,7 @@ class Program:
     def __attrs_post_init__(self) -> None:
         _check_warps(self)
         _check_inits(self)
+        _check_tokens(self)
 
     # ---- access ----------------------------------------------------------------------------------------
     def role(self, name: str) -> Role:

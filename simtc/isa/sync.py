@@ -1,4 +1,5 @@
-"""Named barriers and the async-proxy fence (PTX ISA 9.0 §9.7.13.1 bar/barrier, §9.7.13.4 membar/fence).
+"""Named barriers, the async-proxy fence and ``elect.sync`` (PTX ISA 9.0 §9.7.13.1 bar/barrier, §9.7.13.4
+membar/fence, §9.7.13.14 elect.sync).
 
 The record holds the hardware barrier id (0-15); FlashMLA's named barriers are CUTLASS values
 + 8 (CUTLASS reserves ids 0-7), e.g. ``wg0_sync`` = id 9 (SASS ``BAR.SYNC 0x9, 0x80``).
@@ -16,7 +17,7 @@ from attrs import field, frozen
 from simtc.isa.base import Instr, as_int, as_int_tuple, fail, register
 from simtc.isa.footprint import Footprint
 
-__all__ = ["NAMED_BARRIERS", "BarArrive", "BarSync", "FenceProxyAsync", "named_barrier_key"]
+__all__ = ["NAMED_BARRIERS", "BarArrive", "BarSync", "ElectSync", "FenceProxyAsync", "named_barrier_key"]
 
 NAMED_BARRIERS = 16
 """Named barriers per CTA: ids 0-15 (PTX ISA 9.0 §9.7.13.1)."""
@@ -112,3 +113,29 @@ class FenceProxyAsync(Instr):
 
     def ptx(self) -> str:
         return f"fence.proxy.async{'.' + self.state_space if self.state_space else ''};"
+
+
+@register
+@frozen
+class ElectSync(Instr):
+    """``elect.sync %r|%p, membermask;`` -- the warp elects one lane (PTX ISA 9.0 §9.7.13.14).
+
+    ``.sync``: every thread of ``membermask`` executes it before any goes on. In a Program the elected lane's work
+    is a one-thread role on the same CTA warp (``Role(threads=1)``) and the rest of the warp another role: both
+    roles write ``elect.sync`` where the warp reaches it -- the warp role before the branch, the one-lane role as its
+    first record (and again at each later ``elect.sync`` of the warp) -- and the engine runs the n-th ``elect.sync``
+    of every role on that CTA warp as one warp-wide instruction: each waits for the others, and what each knew is
+    known to all after it (their program orders meet there). A commit "from another lane" is a second one-lane
+    role of the warp: ``tcgen05.commit`` tracks only its own thread's operations (§9.7.16.12.1)."""
+
+    op: ClassVar[str] = "elect.sync"
+    opcode: ClassVar[str] = "elect.sync"
+    membermask: int = field(default=0xFFFFFFFF, converter=as_int)
+
+    def __attrs_post_init__(self) -> None:
+        if self.membermask != 0xFFFFFFFF:
+            fail(f"elect.sync membermask {self.membermask:#x}: only the full warp (0xffffffff) is modelled",
+                 rule="elect.sync over the whole warp", ref="PTX ISA 9.0 §9.7.13.14")
+
+    def ptx(self) -> str:
+        return f"elect.sync _|p, {self.membermask:#010x};"

@@ -65,6 +65,7 @@ __all__ = [
     "Ld",
     "Mma",
     "RelinquishAllocPermit",
+    "Shift",
     "St",
     "WaitLd",
     "WaitSt",
@@ -222,6 +223,52 @@ class Cp(Instr):
 
     def footprint(self, warp: int = 0) -> Footprint:
         return _cp_footprint(self.taddr, self.desc.encode(), self.shape, self.multicast)
+
+
+# ---- shift ---------------------------------------------------------------------------------------------
+SHIFT_COLUMNS = 8
+"""Columns one ``tcgen05.shift`` moves per lane: a 32-byte element (8 x 32-bit cells), PTX ISA 9.0 §9.7.16.9.1."""
+
+
+@functools.lru_cache(maxsize=256)
+def _shift_footprint(taddr: int) -> Footprint:
+    lane, col = unpack_taddr(taddr)
+    rect = (TmemRect(lane, LANES - lane, col, SHIFT_COLUMNS),)
+    return Footprint(tmem_reads=rect, tmem_writes=rect, proxy="async")
+
+
+@register
+@frozen
+class Shift(Instr):
+    """``tcgen05.shift.cta_group::1.down [taddr];`` (one thread, asynchronous): each lane's 32-byte element at
+    ``taddr`` moves one lane down (PTX ISA 9.0 §9.7.16.9.1). Its footprint reads and writes the element's 8 columns
+    in every lane from ``taddr``'s lane to 127 [assumed: PTX names the direction and the element size, not which
+    lanes take part, so the whole column strip below ``taddr`` is taken]; it is tracked by ``tcgen05.commit`` like
+    an MMA or a ``cp`` (§9.7.16.12.1). The semantics layer does not move data for it (timing and checking only)."""
+
+    op: ClassVar[str] = "tcgen05.shift"
+    opcode: ClassVar[str] = "tcgen05.shift"
+    is_async: ClassVar[bool] = True
+    elected: ClassVar[bool] = True
+    taddr: int = _taddr_field()
+
+    def __attrs_post_init__(self) -> None:
+        lane, col = unpack_taddr(self.taddr)
+        if lane % QUADRANT_LANES:
+            raise TmemAccessError(f"tcgen05.shift at lane {lane}: the matrix starts at a lane quadrant (0, 32, 64, 96)",
+                                  rule="tcgen05.shift starts at a quadrant [assumed]", ref="PTX ISA 9.0 §9.7.16.9.1")
+        _in_tmem(lane, LANES - lane, col, SHIFT_COLUMNS, "tcgen05.shift")
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes moved: 32 per lane."""
+        return 32 * (LANES - unpack_taddr(self.taddr)[0])
+
+    def ptx(self) -> str:
+        return f"tcgen05.shift.cta_group::1.down [{self.taddr:#010x}];"
+
+    def footprint(self, warp: int = 0) -> Footprint:
+        return _shift_footprint(self.taddr)
 
 
 # ---- mma -----------------------------------------------------------------------------------------------

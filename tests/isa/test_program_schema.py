@@ -59,12 +59,26 @@ def test_every_catalogue_program_and_head64_validates_and_round_trips():
         assert Program.from_json(json.loads(json.dumps(p.to_json()))) == p, name
 
 
+def _life_cycle_program() -> Program:
+    """The records no catalogue program holds yet: mbarrier.inval, token waits, elect.sync, tcgen05.shift, a
+    partial warp."""
+    import simtc.isa as isa
+
+    mma = (isa.ElectSync(), isa.MbarrierInit("b", 1), isa.Shift(0), isa.Commit("b"),
+           isa.MbarrierTryWait("b", 0), isa.MbarrierArrive("t", state="st0"), isa.MbarrierTryWait("t", token="st0"),
+           isa.MbarrierInval("b"), isa.MbarrierInval("t"))
+    return Program("life", (Role("warp", (0,), (isa.ElectSync(),), threads=16), Role("lane", (0,), mma, threads=1)),
+                   (Barrier("t", "mbarrier", 1),))
+
+
 def test_the_file_alone_validates_programs_holding_every_op():
     """The shipped file with its own allOf / if / then record dispatch (as an outside tool reads it), on the
-    smallest catalogue programs that together hold every op."""
+    smallest catalogue programs that together hold every op (and a small program with the records no catalogue
+    program holds yet)."""
     full = jsonschema.Draft202012Validator(shipped())
     todo, used = set(REGISTRY), []
-    for name, p in sorted(_catalogue().items(), key=lambda kv: len(kv[1])):
+    progs = [*sorted(_catalogue().items(), key=lambda kv: len(kv[1])), ("life", _life_cycle_program())]
+    for name, p in progs:
         ops = {rec.op for _, _, rec in p.records()}
         if ops & todo:
             todo -= ops
@@ -108,11 +122,14 @@ def test_warp_32_and_above_is_refused():
     assert e.value.rule == "CTA warp indices are 0-31" and "threads per block" in e.value.ref
 
 
-def test_a_warp_in_two_roles_is_refused_unless_one_is_a_one_thread_role():
-    with pytest.raises(SimtcError, match="warp 4 is in roles 'a' and 'b'") as e:
+def test_a_warp_in_two_roles_is_refused_unless_one_is_a_one_thread_role_or_they_share_its_lanes():
+    with pytest.raises(SimtcError, match="warp 4 is in roles 'a' and 'b' with 64 lanes") as e:
         Program("bad", (_role("a", (4, 5)), _role("b", (4,))))
-    assert e.value.rule == "a warp is in one role"
+    assert e.value.rule == "a warp's roles share its 32 lanes"
     Program("ok", (_role("a", (0, 1)), _role("elected", (0,), threads=1)))  # flashmla-sm90's q_load
+    Program("ok", (_role("lo", (0,), threads=16), _role("hi", (0,), threads=16)))  # partial warps: 16 + 16 lanes
+    with pytest.raises(SimtcError, match="with 40 lanes"):
+        Program("bad", (_role("lo", (0,), threads=16), _role("hi", (0,), threads=24)))
 
 
 def test_a_table_count_that_disagrees_with_its_init_is_refused():

@@ -105,7 +105,7 @@ def test_mma_json_keeps_the_kind():
 
 def test_unknown_op_and_fields_raise():
     with pytest.raises(IsaError, match="unknown record op"):
-        record_from_json({"op": "tcgen05.shift"})
+        record_from_json({"op": "mbarrier.arrive_drop"})
     with pytest.raises(IsaError, match="unknown JSON field"):
         record_from_json({"op": "tcgen05.commit", "bar": "b", "multicast": None, "label": "", "mask": 1})
 
