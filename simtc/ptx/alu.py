@@ -18,9 +18,13 @@ Families and their PTX ISA 9.0 sections:
 How directed rounding is exact: every f32/f16/bf16 operation is done in float64 with an error-free
 transformation (TwoSum for sums, the exact float64 product of two 24-bit significands, a Dekker/Veltkamp
 remainder for quotients and square roots), which gives the float64 result and the sign of what it left
-out; :func:`simtc.numerics.formats.round_value` rounds that pair once into the target in any IEEE
-direction. f64 operations use the same transformations and step one ulp toward the mode; lanes where a
-transformation could overflow or underflow fall back to Python's exact :class:`fractions.Fraction`.
+out; that pair is rounded once into the target in any IEEE direction: numpy's correctly rounded float64 ->
+float32/float16 cast gives one neighbour, the tail's sign picks the other where the direction (or a tie)
+needs it (:func:`_round_native`), and bf16 goes through a round-to-odd f32 (:func:`_round_bf16_bits`).
+f64 operations use the same transformations and step one ulp toward the mode; ``fma.rn.f64`` is Boldo and
+Melquiond's emulated FMA with rounding to odd (:func:`_fma64_rn`); lanes where a transformation could
+overflow or underflow fall back to Python's exact :class:`fractions.Fraction`. tests/ptx/test_alu_exact.py
+checks all of these against exact rational arithmetic.
 
 **Approximations.** The MUFU opcodes (``rcp.approx``, ``sqrt.approx``, ``rsqrt.approx``, ``sin``, ``cos``,
 ``lg2``, ``ex2``, ``tanh``, ``div.approx``/``div.full``) are modelled by the correctly rounded value of the
@@ -195,8 +199,92 @@ def _dekker_safe(*xs: np.ndarray) -> np.ndarray:
     return ok
 
 
+_NPF = {"f32": np.float32, "f16": np.float16}
+_VIRT = {"f32": 2.0**128, "f16": 2.0**16}  # where the format's next binade would start: its Inf's place
+_MIDMASK = {"f32": (0x1FFFFFFF, 0x10000000, 2.0**-126), "f16": ((1 << 42) - 1, 1 << 41, 2.0**-14)}
+_TINY = 5e-324  # the smallest float64 subnormal
+
+
+def _side(s: np.ndarray, r64: np.ndarray, sticky) -> np.ndarray:
+    """A float64 with the sign of ``r - x``, x = ``s`` + tail (``sticky`` = sign of the tail, None = 0).
+
+    ``r - s`` is non-zero only where ``r`` differs from ``s`` by far more than the smallest float64 subnormal
+    (a float32/float16 value and a result of f32/f16/bf16 operands), so subtracting ``sign(tail)`` times that
+    subnormal keeps its sign and decides only where ``r == s``. NaN where ``s`` is not finite."""
+    d = r64 - s
+    return d if sticky is None else d - np.sign(sticky) * _TINY
+
+
+def _round_native(s: np.ndarray, sticky, t: str, rnd: str) -> np.ndarray:
+    """x = ``s`` + tail rounded into f32 or f16, as a numpy float32/float16 array.
+
+    numpy's float64 -> float32/float16 casts round correctly to nearest even (with gradual underflow and
+    overflow to Inf), so r = RN(s) is one of the two neighbours of x in the format, and which one the
+    direction wants follows from the sign of r - x (:func:`_side`); the other is ``nextafter(r)``. The
+    exact value sits on a midpoint only where ``s`` itself does (x is within half a float64 ulp of ``s``
+    and every midpoint of a narrower format is a float64), so nearest-even needs the tail only there."""
+    ft = _NPF[t]
+    r = s.astype(ft)
+    if rnd == "rn":
+        if sticky is None:
+            return r
+        mask, mid, low = _MIDMASK[t]
+        hard = (np.asarray(sticky) != 0) & (((s.view(np.uint64) & np.uint64(mask)) == np.uint64(mid))
+                                            | (np.abs(s) < low))
+        if not hard.any():
+            return r
+        i = np.flatnonzero(hard)
+        si, ri, ti = s[i], r[i], np.sign(np.asarray(sticky)[i] if np.ndim(sticky) else sticky)
+        r64 = ri.astype(np.float64)
+        r64 = np.where(np.isinf(r64) & np.isfinite(si), np.copysign(_VIRT[t], si), r64)
+        d = r64 - si
+        n2 = np.nextafter(ri, np.where(d < 0, ft(np.inf), ft(-np.inf)))
+        n64 = np.where(np.isinf(n2), np.copysign(_VIRT[t], n2.astype(np.float64)), n2.astype(np.float64))
+        # s a midpoint of r and n2 and the tail pointing past it, away from r: n2
+        take = (r64 + n64 == 2 * si) & (d * ti < 0)
+        r = r.copy()
+        r[i] = np.where(take, n2, ri)
+        return r
+    r64 = r.astype(np.float64)
+    c = _side(s, r64, sticky)
+    if rnd == "rz":  # r on the far side of x from zero: one step toward zero
+        return np.where(np.sign(c) * r64 > 0, np.nextafter(r, ft(0)), r)
+    if rnd == "rm":
+        return np.where(c > 0, np.nextafter(r, ft(-np.inf)), r)
+    return np.where(c < 0, np.nextafter(r, ft(np.inf)), r)
+
+
+def _round_bf16_bits(s: np.ndarray, sticky, rnd: str) -> np.ndarray:
+    """x = ``s`` + tail rounded into bf16 (its bits, uint16; NaN not canonicalised).
+
+    x is first rounded to odd into f32 (round toward zero, the last bit set where inexact): f32 has 16 more
+    bits than bf16 at every exponent (normal and subnormal alike), so rounding that value into bf16 in any
+    direction gives the rounding of x itself (Boldo and Melquiond, "Emulation of FMA and correctly rounded
+    sums: proved algorithms using rounding to odd", IEEE Trans. Computers 57(4), 2008, Theorem 1: k >= 2
+    extra bits). The final rounding is integer arithmetic on the f32 magnitude's bits."""
+    r = s.astype(np.float32)
+    r64 = r.astype(np.float64)
+    c = _side(s, r64, sticky)
+    # round toward zero (as _round_native); inexact wherever r != x (NaN and Inf give c NaN: exact)
+    z = np.where(np.sign(c) * r64 > 0, np.nextafter(r, np.float32(0)), r)
+    b = z.view(np.uint32) | (np.abs(c) > 0).astype(np.uint32)
+    sign = b & np.uint32(0x80000000)
+    mag = b & np.uint32(0x7FFFFFFF)
+    if rnd == "rn":
+        mag = mag + np.uint32(0x7FFF) + ((mag >> np.uint32(16)) & np.uint32(1))
+    elif rnd != "rz":  # away from zero on the side the direction points to
+        away = (sign == 0) if rnd == "rp" else (sign != 0)
+        mag = mag + np.where(away, np.uint32(0xFFFF), np.uint32(0))
+    return ((mag | sign) >> np.uint32(16)).astype(np.uint16)
+
+
 def _round_to(s: np.ndarray, sticky, t: str, rnd: str) -> np.ndarray:
     """The exact value ``s + tail`` (``sticky`` = sign of the tail) rounded into ``t``, as float64 values."""
+    if t in _NPF:
+        return np.where(np.isnan(s), s, _round_native(s, sticky, t, rnd).astype(np.float64))
+    if t == "bf16":
+        v = (_round_bf16_bits(s, sticky, rnd).astype(np.uint32) << np.uint32(16)).view(np.float32)
+        return np.where(np.isnan(s), s, v.astype(np.float64))
     if t != "f64":
         return _fmt.round_value(s, _FMT[t], rnd, sticky)
     if rnd == "rn" or sticky is None:
@@ -1053,6 +1141,10 @@ def _build_float_arith(ctx: _Ctx) -> AluOp:
             out = _finish(v, et, ftz=ftz, sat=sat, relu=relu)
             return (_propagate64(out, srcs, last=kind != "div") if et == "f64" else out,)
 
+    if et == "f64" and rnd == "rn" and kind == "fma":
+        return _op(ctx, (t,), (t,) * nsrc, _fma64_rn)
+    if et != "f64" and kind != "div" and not (sat or relu) and not (et == "f32" and rnd == "rn"):
+        return _op(ctx, (t,), (t,) * nsrc, _lanes2(_small_arith(kind, et, rnd, ftz), packed, et))
     if et == "f32" and rnd == "rn" and kind == "fma":
         def fast_fma(a, b, c):
             with np.errstate(all="ignore"):
@@ -1085,6 +1177,81 @@ def _build_float_arith(ctx: _Ctx) -> AluOp:
             return (np.where(r != r, np.uint32(_NAN["f32"]), r.view(np.uint32)),)
         return _op(ctx, (t,), (t,) * nsrc, fast)
     return _op(ctx, (t,), (t,) * nsrc, _lanes2(fn1, packed, et))
+
+
+_TO64_FAST = {"f32": np.float32, "f16": np.float16}
+
+
+def _small_arith(kind: str, et: str, rnd: str, ftz: bool) -> Callable:
+    """add/sub/mul/fma of f32 (directed roundings), f16 or bf16 operands, exactly rounded, as raw bits.
+
+    The operation is done in float64: a product of two such values is exact there (2 x 24 significand bits at
+    most), so is an f16 sum (its exponents span 40 bits); other sums take TwoSum's error term. That float64
+    value and the sign of what it left out are rounded once into the format (:func:`_round_native`,
+    :func:`_round_bf16_bits`), so there is no double rounding."""
+    exact_sum = et == "f16" and kind in ("add", "sub")
+    nan = _U[type_width(et)](_NAN[et])
+    neg = kind == "sub"
+
+    def to64(b):
+        if et == "bf16":
+            return (b.astype(np.uint32) << np.uint32(16)).view(np.float32).astype(np.float64)
+        return b.view(_TO64_FAST[et]).astype(np.float64)
+
+    def fn(*srcs):
+        with np.errstate(all="ignore"):
+            xs = [to64(_flush(b, et) if ftz else b) for b in srcs]
+            e = None
+            if kind == "mul":
+                v = xs[0] * xs[1]
+            else:
+                p, q = (xs[0] * xs[1], xs[2]) if kind == "fma" else (xs[0], -xs[1] if neg else xs[1])
+                v = p + q
+                if not exact_sum:
+                    bb = v - p
+                    e = (p - (v - bb)) + (q - bb)  # NaN where v is not finite: _side's sign is then NaN too
+                if rnd == "rm":
+                    v = _zero_sign(v, e if e is not None else 0.0, p, q, rnd)
+            out = _round_bf16_bits(v, e, rnd) if et == "bf16" else _round_native(v, e, et, rnd).view(nan.dtype)
+            out = np.where(v != v, nan, out)
+            return (_flush(out, et) if ftz else out,)
+    return fn
+
+
+def _fma64_rn(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> tuple[np.ndarray]:
+    """fma.rn.f64 exactly, vectorised: Boldo and Melquiond's emulated FMA ("Emulation of FMA and correctly
+    rounded sums: proved algorithms using rounding to odd", IEEE Trans. Computers 57(4), 2008, Algorithm 5):
+    (uh, ul) = a*b exactly (Dekker's TwoProduct with Veltkamp's split), (th, tl) = c + uh exactly (TwoSum),
+    v = tl + ul rounded to odd (TwoSum, then the odd neighbour where inexact), result = RN(th + v).
+    The theorem needs no overflow and no underflow: lanes with a product below 2**-968, a result beyond
+    2**1020 or a non-finite value take the exact path of :func:`_arith` (zero products, Infs, NaNs,
+    huge or tiny operands)."""
+    with np.errstate(all="ignore"):
+        x, y, z = a.view(np.float64), b.view(np.float64), c.view(np.float64)
+        uh = x * y
+        cx = _SPLIT * x
+        xh = cx - (cx - x)
+        xl = x - xh
+        cy = _SPLIT * y
+        yh = cy - (cy - y)
+        yl = y - yh
+        ul = ((xh * yh - uh) + xh * yl + xl * yh) + xl * yl
+        th = z + uh
+        bb = th - z
+        tl = (z - (th - bb)) + (uh - bb)
+        v = tl + ul
+        vb = v - tl
+        ve = (tl - (v - vb)) + (ul - vb)
+        even = (ve != 0) & ((v.view(np.uint64) & np.uint64(1)) == 0)
+        if even.any():
+            v = np.where(even, np.nextafter(v, np.copysign(np.inf, ve)), v)
+        r = th + v
+        bad = ~((np.abs(uh) > 2.0**-968) & (np.abs(r) < 2.0**1020))
+        if bad.any():
+            i = np.flatnonzero(bad)
+            r = r.copy()
+            r[i] = _arith("fma", "f64", "rn", [x[i], y[i], z[i]])
+        return (_propagate64(r.view(np.uint64), [a, b, c]),)
 
 
 def _mufu_div(ftz: bool, approx: bool) -> Callable:
