@@ -1,7 +1,9 @@
 """``simtc run``: execute a CUDA C++ or PTX kernel on ``.npy`` inputs and write every array argument back.
 
 ``simtc run FILE.cu|FILE.ptx --kernel NAME --grid X[,Y,Z] --block X[,Y,Z] [--smem N] --arg NAME=FILE.npy|SCALAR
-... --out DIR [--json]``. A ``.cu`` file is compiled to PTX as :mod:`simtc.cuda` compiles it (NVRTC, or
+... --out DIR [--json]``; ``simtc run flashmla-sm90 --flashmla DIR --inputs FILE.npz [--save-outputs OUT.npz]
+[--json]`` compiles FlashMLA's own SM90 sparse decode from a checkout and executes it (:mod:`simtc.cli.run_flashmla`).
+A ``.cu`` file is compiled to PTX as :mod:`simtc.cuda` compiles it (NVRTC, or
 ``--backend nvcc``; ``--arch``; ``-O/--option OPT`` for compiler options, written ``-O=-DN=4`` when the option
 starts with ``-``); a ``.ptx`` file is executed as it is. The launch goes through :class:`simtc.cuda.RawKernel`,
 so the command line and a script check the same things.
@@ -52,21 +54,24 @@ def register(sub) -> None:
                        description="Compile a CUDA C++ kernel to PTX (or take a .ptx file), execute it warp by warp "
                                    "in simtc's executor on .npy inputs, and write every array argument back to "
                                    "DIR/NAME.npy. Exit 0 when it ran, 1 on a kernel fault, 2 on bad usage.")
-    p.add_argument("file", metavar="FILE.cu|FILE.ptx", help="CUDA C++ source (.cu) or a PTX module (.ptx)")
+    p.add_argument("file", metavar="FILE.cu|FILE.ptx|flashmla-sm90",
+                   help="CUDA C++ source (.cu), a PTX module (.ptx), or flashmla-sm90: FlashMLA's SM90 sparse decode "
+                        "compiled from --flashmla DIR")
     p.add_argument("--kernel", metavar="NAME", default=None,
                    help="the kernel: its PTX .entry name, or its C++ name when that is unique (default: the "
                         "module's only kernel)")
-    p.add_argument("--grid", required=True, metavar="X[,Y,Z]", type=int_list(1, 2**31 - 1, _DIMS, max_items=3),
-                   help="CTAs in x, y, z")
-    p.add_argument("--block", required=True, metavar="X[,Y,Z]", type=int_list(1, 1024, _DIMS, max_items=3),
-                   help="threads per CTA in x, y, z")
+    p.add_argument("--grid", default=None, metavar="X[,Y,Z]", type=int_list(1, 2**31 - 1, _DIMS, max_items=3),
+                   help="CTAs in x, y, z (required for a FILE)")
+    p.add_argument("--block", default=None, metavar="X[,Y,Z]", type=int_list(1, 1024, _DIMS, max_items=3),
+                   help="threads per CTA in x, y, z (required for a FILE)")
     p.add_argument("--smem", type=int_in(0, None, "dynamic shared memory is a byte count >= 0"), default=0,
                    metavar="N", help="dynamic shared memory per CTA in bytes")
     p.add_argument("--arg", action="append", default=[], metavar="NAME=FILE.npy|NUMBER",
                    help="one kernel argument; repeat for each parameter (NAME: index, PTX name or CUDA name) "
                         "(default: none)")
-    p.add_argument("--out", required=True, metavar="DIR",
-                   help="directory the array arguments are written to after the run (made if missing)")
+    p.add_argument("--out", default=None, metavar="DIR",
+                   help="directory the array arguments are written to after the run (made if missing; required for "
+                        "a FILE)")
     p.add_argument("--arch", default=None, metavar="sm_XX",
                    help="target of a .cu file's compilation, e.g. sm_100a (default: sm_90a)")
     p.add_argument("-O", "--option", action="append", default=[], metavar="OPT",
@@ -91,6 +96,9 @@ def register(sub) -> None:
                           "(default: one run)")
     eng.add_argument("--schedule-seed", type=int_in(0, 2**32 - 1, "a seed is 0 ... 4294967295"), default=0,
                      metavar="S", help="schedule k > 0 uses seed S + k (default: 0)")
+    from simtc.cli.run_flashmla import add_arguments as add_flashmla_arguments
+
+    add_flashmla_arguments(p)
     p.set_defaults(handler=run)
 
 
@@ -391,8 +399,34 @@ def launch_inputs(kernel, cuda_names, items) -> list[LaunchInput]:
                                  "give a number", rule=_ARG_RULE)
             inputs.append(LaunchInput(name, p, array=np.ascontiguousarray(host)))
         else:
+            _not_a_file(name, value.strip())
             inputs.append(LaunchInput(name, p, raw=_scalar(p, value.strip(), name)))
     return inputs
+
+
+_VALUE_RULE = "--arg NAME=VALUE: VALUE is a .npy array file (numpy.save; its name ends in .npy) or a scalar number"
+
+
+def _not_a_file(name: str, value: str) -> None:
+    """A VALUE that is not a number but names a file (or looks like a path) is refused by the rule: arrays come as
+    ``.npy`` files, everything else is a scalar number."""
+    from simtc.cli._common import parse_int
+
+    try:
+        parse_int(value)
+        return
+    except ValueError:
+        pass
+    try:
+        float(value)
+        return
+    except ValueError:
+        pass
+    p = Path(value)
+    if p.is_file() or p.is_dir() or "/" in value or re.search(r"\.[A-Za-z][A-Za-z0-9]*$", value):
+        what = "a directory" if p.is_dir() else "a file that is not .npy" if p.is_file() else "not a number"
+        raise UsageError(f"--arg {name}={value}: {what}; an array argument is a .npy file (convert it with "
+                         "numpy.save), any other argument a number", rule=_VALUE_RULE)
 
 
 def simtc_arguments(inputs: list[LaunchInput]) -> tuple[list, dict]:
@@ -415,7 +449,19 @@ def simtc_arguments(inputs: list[LaunchInput]) -> tuple[list, dict]:
     return launch_args, arrays
 
 
+_FILE_RULE = "simtc run FILE.cu|FILE.ptx takes --grid, --block and --out"
+
+
 def run(args) -> int:
+    from simtc.cli import run_flashmla
+
+    if args.file in run_flashmla.KERNELS:
+        return run_flashmla.run(args)
+    run_flashmla.refuse_flashmla_options(args)
+    missing = [f"--{k}" for k in ("grid", "block", "out") if getattr(args, k) is None]
+    if missing:
+        raise UsageError(f"simtc run {args.file}: {', '.join(missing)} {'is' if len(missing) == 1 else 'are'} "
+                         "required", rule=_FILE_RULE)
     timed = _engine_wanted(args)
     kernel, cuda_names = load_kernel(args.file, args.kernel, tuple(args.option), args.arch, args.backend)
     if timed:
