@@ -238,11 +238,13 @@ class GlobalCaches:
     (800, [], [2])
     """
 
-    __slots__ = ("l1", "l1_lines", "l2")
+    __slots__ = ("inputs_in_l2", "l1", "l1_lines", "l2")
 
-    def __init__(self, capacity: int):
+    def __init__(self, capacity: int, inputs_in_l2: bool = False):
         from collections import OrderedDict
 
+        self.inputs_in_l2 = bool(inputs_in_l2)
+        """Every sector is in L2 at launch (as a host copy just before it can leave small inputs), not in DRAM."""
         self.l1_lines = max(0, int(capacity) // LINE)
         self.l1: OrderedDict[int, dict[int, int]] = OrderedDict()
         """line -> {sector -> cycle its data is in L1}, least recently used first."""
@@ -260,7 +262,7 @@ class GlobalCaches:
                 self.l1.move_to_end(s // per)
                 if line[s] > ready:
                     ready = line[s]
-            elif s in self.l2:
+            elif self.inputs_in_l2 or s in self.l2:
                 l2.append(s)
             else:
                 dram.append(s)
@@ -324,7 +326,7 @@ class CachedL1(L1MissPath):
     1032
     """
 
-    __slots__ = ("caches", "l1_latency", "levels", "loads", "memory", "stores")
+    __slots__ = ("block_level", "caches", "l1_latency", "levels", "loads", "memory", "stores")
 
     def __init__(self, timing, caches: GlobalCaches, memory):
         super().__init__(timing)
@@ -337,6 +339,8 @@ class CachedL1(L1MissPath):
         """The planned stores' sectors of that block, applied once its loads are booked."""
         self.levels = dict.fromkeys(LEVELS, 0)
         """Planned loads booked, by the farthest level each reached."""
+        self.block_level = ""
+        """The farthest level a load of the last planned block reached ("" when it had none)."""
 
     @property
     def pending(self) -> int:
@@ -347,6 +351,7 @@ class CachedL1(L1MissPath):
         """A planned block issues at ``t``: its loads come next (its stores at once when it has no loads)."""
         self.loads = list(reversed(loads))
         self.stores = tuple(stores)
+        self.block_level = ""
         if not self.loads:
             self._stores(t)
 
@@ -370,7 +375,10 @@ class CachedL1(L1MissPath):
             self.caches.fill(missing, back, policy)
             ready = max(ready, back)
         self.memory.served = ready
-        self.levels["dram" if dram else "l2" if l2 else "l1"] += 1
+        level = "dram" if dram else "l2" if l2 else "l1"
+        self.levels[level] += 1
+        if LEVELS.index(level) >= LEVELS.index(self.block_level or "l1"):
+            self.block_level = level
         if not self.loads:
             self._stores(t)
         return sent

@@ -561,7 +561,7 @@ class Recorder:
         """The sectors a ``ld``/``ldu``/``st`` to global memory (or a generic one whose lanes are in the global
         window) touches, classified against the recording's pass over the caches (and the caches updated)."""
         from simtc.engine.l1 import load_policy
-        from simtc.ptx.memory import window_of
+        from simtc.ptx.memory import WINDOWS
 
         space = next((m.split("::")[0] for m in ins.modifiers if m.split("::")[0] in
                       ("global", "shared", "local", "const", "param")), "generic")
@@ -574,7 +574,8 @@ class Recorder:
             return _Gmem(kind, None, policy)
         a = a[self._lanes(ins, f, bits)]
         if space == "generic" and a.size:
-            keep = np.fromiter((window_of(int(v)) == "global" for v in a), bool, a.size)
+            other = np.array([v >> 40 for k, v in WINDOWS.items() if k != "global"], np.uint64)
+            keep = ~np.isin(a >> np.uint64(40), other)  # (simtc.ptx.memory.window_of, for the warp's lanes at once)
             if not keep.any():
                 return None
             a = a[keep]
@@ -1059,17 +1060,20 @@ class Recorded:
     def source(self, role: str, index: int) -> Source | None:
         return self.sources.get((role, index))
 
-    def engine(self, *, timing=None, check: bool = True):
+    def engine(self, *, timing=None, check: bool = True, inputs_in_l2: bool = False):
         """A fresh :class:`simtc.engine.core.Engine` (timing mode) over the Program with the recorded loads' sectors
         in its L1 (:class:`simtc.engine.l1.CachedL1`, fed block by block by :class:`_LoadPlan`); the SMs sharing HBM
-        are :func:`active_sms`."""
+        are :func:`active_sms`. ``inputs_in_l2``: every sector is in L2 at launch (default: a first touch goes to
+        HBM)."""
         from simtc.engine.core import Engine
         from simtc.engine.l1 import CachedL1, GlobalCaches, l1_capacity
 
         plan = _LoadPlan(self.gmem)
         eng = Engine(self.program, mode="timing", arch=self.arch, timing=timing, check=check,
                      active_sms=active_sms(self), observers=(plan,))
-        eng.l1 = plan.l1 = CachedL1(eng.timing, GlobalCaches(l1_capacity(eng.arch, self.shared_bytes)), eng.memory)
+        caches = GlobalCaches(l1_capacity(eng.arch, self.shared_bytes), inputs_in_l2)
+        eng.l1 = plan.l1 = CachedL1(eng.timing, caches, eng.memory)
+        eng.load_plan = plan
         return eng
 
 
@@ -1082,8 +1086,14 @@ class _LoadPlan:
     def __init__(self, gmem: dict):
         self.gmem = gmem
         self.l1 = None
+        self.levels: dict[tuple[int, int], str] = {}
+        """``(warp, record index)`` -> the farthest level a load of that block reached (its last issue)."""
+        self._last: tuple[int, int] | None = None
 
     def _check(self) -> None:
+        if self._last is not None and self.l1 is not None:
+            self.levels[self._last] = self.l1.block_level
+            self._last = None
         if self.l1 is not None and self.l1.pending:
             from simtc.errors import EngineError
 
@@ -1097,6 +1107,7 @@ class _LoadPlan:
         if op.kind == ops.K_CUDA and self.l1 is not None:
             loads, stores = self.gmem.get((w.warp, i), ((), ()))
             self.l1.start(loads, stores, cycle)
+            self._last = (w.warp, i)
 
     def on_end(self, cycle: int) -> None:
         self._check()
@@ -1144,6 +1155,38 @@ class EngineRun:
         """The engine's summary (cycles, hazards, deadlock, per role, units) and the Program's counts."""
         return dict(self.engine.summary(), arch=self.recorded.arch, program=self.program.name,
                     roles={r.name: list(r.warps) for r in self.program.roles}, counts=self.program.counts())
+
+    def breakdown(self) -> dict:
+        """Where the cycles went, per warp: the time from each record's issue to the warp's next issue (or its end),
+        summed by record class, CUDA-core blocks by the farthest level their global loads reached
+        (``"cuda-core"``, ``"cuda-core, L1 hits"``, ``"cuda-core, L2"``, ``"cuda-core, DRAM"``); and the recorded
+        global loads by that level (``"loads"``)."""
+        from simtc.isa.cuda_core import CudaCoreBlock
+
+        eng = self.engine
+        plan = getattr(eng, "load_plan", None)
+        levels = plan.levels if plan is not None else {}
+        names = {"": "cuda-core", "l1": "cuda-core, L1 hits", "l2": "cuda-core, L2", "dram": "cuda-core, DRAM"}
+        roles = {r.name: r for r in self.program.roles}
+        issues: dict[int, list] = {}
+        ends: dict[int, int] = {}
+        for e in eng.trace:
+            if e.kind == "issue":
+                issues.setdefault(e.warp, []).append((e.cycle, e.role, e.index))
+            elif e.kind == "done":
+                ends[e.warp] = e.cycle
+        out: dict = {}
+        for w, seq in sorted(issues.items()):
+            agg: dict[str, int] = {}
+            for k, (c, role, i) in enumerate(seq):
+                nxt = seq[k + 1][0] if k + 1 < len(seq) else ends.get(w, self.cycles)
+                rec = roles[role].records[i]
+                key = names[levels.get((w, i), "")] if isinstance(rec, CudaCoreBlock) else type(rec).__name__
+                agg[key] = agg.get(key, 0) + nxt - c
+            out[f"warp{w}"] = dict(sorted(agg.items(), key=lambda kv: -kv[1]))
+        l1 = getattr(eng, "l1", None)
+        out["loads"] = dict(getattr(l1, "levels", {}))
+        return out
 
     def stepper(self):
         """A :class:`simtc.engine.stepper.Stepper` over a fresh run of the Program."""

@@ -1,0 +1,317 @@
+"""An executed kernel's time on simtc's engine: global loads priced by where they hit, TMA copies as copy records.
+
+Kernels compiled here by NVRTC (sm_90a: the engine's H200 table) run in simtc's executor with ``timing=True``; the
+recording keeps the sectors every global load touched and the TMA / bulk copies each thread issued, and the
+engine's L1 (:class:`simtc.engine.l1.CachedL1`) prices each load at the level it hits. The figures the bands are
+made of are the engine's measured parameters (``tests/data/h200_memory_latency.json``): an L1 hit 32 cycles
+(``ldg_l1_latency``), an HBM round trip 691 (``dram_latency``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import simtc.cuda as xp
+from simtc.engine.copy_engine import CopyEngine
+from simtc.engine.l1 import CACHE_PARAMETERS
+from simtc.engine.memory import MemorySystem
+from simtc.engine.parameters import Timing
+from simtc.engine.smem_port import SharedMemoryPort
+from simtc.isa import (
+    BulkCommitGroup,
+    BulkWaitGroupRead,
+    CpAsyncBulk,
+    CpAsyncBulkTensor,
+    CpAsyncBulkTensorStore,
+    CudaCoreBlock,
+)
+from simtc.ptx.async_ops import mbarrier_name
+
+ARCH = ("-arch=sm_90a", "-lineinfo")
+T90 = Timing("sm90")
+L1_HIT = CACHE_PARAMETERS["sm90"]["ldg_l1_latency"].value  # 32, measured
+DRAM = T90["dram_latency"]  # 691, measured
+STEP = 30
+"""Cycles a dependent load's step adds beyond the load's own latency: its address arithmetic on the chain
+(``mul.wide.u32`` + ``add.s64``: IMAD.WIDE, IADD3, IADD3.X at 4 cycles each = 12), the blocks' issue slots, the L1
+miss path (1.78 cycles per line) and data pipe (a wavefront), the request's own bytes at 20.8 B/cycle, and the loop's
+compare and branch (nvcc unrolls the loop by 4): at most 30."""
+
+CHASE = r"""
+extern "C" __global__ void chase(const unsigned* table, unsigned* out, int steps) {
+    unsigned i = 0;
+    for (int s = 0; s < steps; ++s) i = table[i];   // each load's address is the previous load's value
+    out[threadIdx.x] = i;
+}
+extern "C" __global__ void gather8(const unsigned* table, unsigned* out) {
+    unsigned acc = 0;
+#pragma unroll
+    for (int s = 0; s < 8; ++s) acc += table[s * 32 + threadIdx.x];   // 8 independent lines, summed after
+    out[threadIdx.x] = acc;
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def chase_module():
+    return xp.RawModule(code=CHASE, options=ARCH)
+
+
+def _chase(module, table: np.ndarray, steps: int):
+    k = module.get_function("chase")
+    k.timing = True
+    out = xp.zeros(1, dtype=xp.uint32)
+    k((1,), (1,), (xp.asarray(table), out, np.int32(steps)))
+    want = 0
+    for _ in range(steps):
+        want = int(table[want])
+    assert int(out.get()[0]) == want
+    return k.last_result.timing
+
+
+def test_a_table_read_again_hits_l1_and_distinct_lines_each_go_to_hbm(chase_module):
+    n = 100
+    same = ((np.arange(16) + 1) % 16).astype(np.uint32)  # 64 bytes: two sectors, walked 100 times
+    distinct = np.zeros(32 * (n + 1), np.uint32)  # entry k*32 points at (k+1)*32: a new 128-byte line each step
+    distinct[np.arange(n) * 32] = (np.arange(n) + 1) * 32
+    a, b = _chase(chase_module, same, n), _chase(chase_module, distinct, n)
+    assert a.engine.l1.levels == {"l1": n - 2, "l2": 0, "dram": 2}  # each sector's first touch misses
+    assert b.engine.l1.levels == {"l1": 0, "l2": 0, "dram": n}
+    # the same table: 2 HBM round trips and 98 L1 hits in a row; distinct lines: 100 HBM round trips in a row
+    assert 2 * DRAM + (n - 2) * L1_HIT <= a.cycles <= 2 * (DRAM + STEP) + (n - 2) * (L1_HIT + STEP), a.cycles
+    assert n * DRAM <= b.cycles <= n * (DRAM + STEP), b.cycles
+    assert b.cycles > 10 * a.cycles
+    assert a.clean and b.clean
+
+
+def test_loads_whose_results_are_used_later_overlap(chase_module):
+    k = chase_module.get_function("gather8")
+    k.timing = True
+    out = xp.zeros(32, dtype=xp.uint32)
+    table = np.arange(8 * 32, dtype=np.uint32)
+    k((1,), (32,), (xp.asarray(table), out))
+    np.testing.assert_array_equal(out.get(), table.reshape(8, 32).sum(0))
+    run = k.last_result.timing
+    assert run.engine.l1.levels == {"l1": 0, "l2": 0, "dram": 8}
+    # eight round trips in flight together: one latency and the lines' link time, not eight latencies
+    assert DRAM < run.cycles < 2 * DRAM, run.cycles
+
+
+def test_a_recorded_programs_stepper_sees_the_same_caches(chase_module):
+    run = _chase(chase_module, ((np.arange(16) + 1) % 16).astype(np.uint32), 20)
+    last = None
+    for e in run.stepper():
+        last = e
+    assert last is not None and last.cycle == run.cycles
+    meta = dict(run.program.meta)
+    assert "simtc.engine.l1.GlobalCaches" in meta["global_loads"]
+
+
+# ---- the dual-QK tcgen05 kernel --------------------------------------------------------------------------------
+
+def _dual_qk():
+    from simtc.hw import tcgen05 as hw
+    from simtc.hw.suite import qk_operands
+
+    smem = hw.IMAGE_BYTES + 16 + 1024
+    image, params = hw.dual_qk_inputs(*qk_operands(0))
+    mod = xp.RawModule(code=hw.kernel_source(), options=("-arch=sm_100a", "-lineinfo"))
+    fn = mod.get_function("simtc_tcgen05_dual_qk")
+    fn.max_dynamic_shared_size_bytes = smem
+    fn.timing = True
+    out = xp.zeros(128 * len(hw.DUMP_COLUMNS), dtype=xp.uint32)
+    fn((1,), (128,), (xp.asarray(image.view(np.uint32)), xp.asarray(np.frombuffer(params, dtype=np.uint8)), out),
+       shared_mem=smem)
+    return fn.last_result, hw.IMAGE_BYTES
+
+
+def test_the_dual_qk_kernels_cycles_are_explained():
+    from simtc.ptx.recording import EngineRun
+
+    res, image_bytes = _dual_qk()
+    run = res.timing
+    parts = run.breakdown()
+    print(f"dual-QK: {run.cycles} cycles; by warp and record: {parts}")
+    loads = parts["loads"]
+    t = Timing("sm100")
+    lat = {"l1": CACHE_PARAMETERS["sm100"]["ldg_l1_latency"].value, "dram": t["dram_latency"]}
+    # thread 0 reads its descriptor table (a 520-byte struct) one field after another: the fields' sectors are
+    # fetched once, every later read of the table is an L1 hit
+    assert loads["l1"] >= 80
+    sectors = {int(s) for plan in run.recorded.gmem.values() for sec, _ in plan[0] for s in sec}
+    assert loads["dram"] <= len(sectors)  # a load goes to HBM only for a sector nobody fetched before
+    w0 = parts["warp0"]
+    assert w0["cuda-core, L1 hits"] <= loads["l1"] * (lat["l1"] + STEP)
+    # what is left is cold: the 128 threads copy the image in 18 rounds of 4 loads each (nvcc unrolls by 4), each
+    # a round trip to HBM; then thread 0's first touch of each of the table's sectors (at most 17 of 32 bytes)
+    rounds = image_bytes // (16 * 128 * 4)
+    assert rounds == 18
+    cold = rounds * lat["dram"] + 17 * (lat["dram"] + STEP)
+    assert rounds * lat["dram"] < w0["cuda-core, DRAM"] <= cold + rounds * (image_bytes // rounds) / 34, w0
+    assert run.cycles < 33706  # every one of the table's reloads priced at HBM latency, before
+    warm = EngineRun(run.recorded, run.recorded.engine(inputs_in_l2=True).run())
+    assert warm.engine.l1.levels["dram"] == 0 and warm.cycles < run.cycles
+    print(f"dual-QK with its inputs in L2 at launch: {warm.cycles} cycles")
+    assert run.clean
+
+
+# ---- TMA ----------------------------------------------------------------------------------------------------
+
+PRELUDE = r"""
+struct alignas(64) CUtensorMap { unsigned long long opaque[16]; };
+__device__ unsigned smem_u32(const void* p) { return (unsigned)__cvta_generic_to_shared(p); }
+__device__ void bar_wait(unsigned bar, unsigned parity) {
+  asm volatile("{\n .reg .pred p;\n W: mbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1;\n @!p bra W;\n}"
+               :: "r"(bar), "r"(parity) : "memory");
+}
+"""
+
+TMA_SUM = PRELUDE + r"""
+extern "C" __global__ void tma_sum(const __grid_constant__ CUtensorMap tmap, int rows, float* out, int wait) {
+  extern __shared__ __align__(1024) float box[];
+  __shared__ __align__(8) unsigned long long bar;
+  unsigned sbar = smem_u32(&bar);
+  if (threadIdx.x == 0) {
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" :: "r"(sbar));
+    asm volatile("fence.mbarrier_init.release.cluster;");
+  }
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" :: "r"(sbar), "r"(rows * 128));
+    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+                 " [%0], [%1, {%2, %3}], [%4];" :: "r"(smem_u32(box)), "l"(&tmap), "r"(0), "r"(2), "r"(sbar)
+                 : "memory");
+  }
+  if (wait) bar_wait(sbar, 0); else __syncthreads();
+  float s = 0.f;
+  for (int r = 0; r < rows; ++r) s += box[r * 32 + threadIdx.x];
+  out[threadIdx.x] = s;
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def tma_module():
+    return xp.RawModule(code=TMA_SUM, options=ARCH)
+
+
+def _tma_sum(module, rows: int, wait: int = 1):
+    g = np.arange(32 * 256, dtype=np.float32).reshape(256, 32)
+    G = xp.asarray(g)
+    tm = xp.tensor_map("FLOAT32", 2, G, (32, 256), (128,), (32, rows), (1, 1))
+    out = xp.zeros(32, dtype=xp.float32)
+    k = module.get_function("tma_sum")
+    k.timing = True
+    k.max_dynamic_shared_size_bytes = rows * 128
+    k((1,), (32,), (tm, np.int32(rows), out, np.int32(wait)), shared_mem=rows * 128)
+    np.testing.assert_allclose(out.get(), g[2:2 + rows].sum(0))
+    return k.last_result, G
+
+
+def _copy_span(run) -> tuple[int, int]:
+    ev = run.engine.trace
+    issue = next(e.cycle for e in ev if e.kind == "issue" and e.detail.startswith("cp.async.bulk.tensor"))
+    done = next(e.cycle for e in ev if e.kind == "complete" and e.detail.startswith("cp.async.bulk.tensor"))
+    return issue, done
+
+
+def test_a_tma_load_is_recorded_with_its_box_bytes_and_barrier_and_timed_by_the_copy_engine(tma_module):
+    spans = {}
+    for rows in (8, 64):
+        res, G = _tma_sum(tma_module, rows)
+        prog = res.program
+        (rec,) = [r for role in prog.roles for r in role.records if isinstance(r, CpAsyncBulkTensor)]
+        bar = next(b for b in prog.barriers if b.kind == "mbarrier")
+        assert (rec.nbytes, rec.rows, rec.mode, rec.coords, rec.bar) == (rows * 128, rows, "tile", (0, 2), bar.name)
+        assert rec.bar == mbarrier_name(bar.addr) and rec.dst % 128 == 0
+        assert rec.tensor == f"global@{G.data.ptr:#x}" and "cp.async.bulk.tensor.2d" in rec.label
+        run = res.timing
+        assert run.clean, run.hazards
+        issue, done = _copy_span(run)
+        # the engine's copy engine on a memory system and port of its own, from the issue cycle: the same time
+        mem = MemorySystem(T90, active_sms=1)
+        assert done == CopyEngine(T90, SharedMemoryPort(T90), mem).load(issue, rec)
+        spans[rows] = done - issue
+    # 7 KiB more: at one request's rate (20.8 B/cycle, h200_memory_latency.json) and 56 more port cycles
+    grow = (64 - 8) * 128
+    assert abs(spans[64] - spans[8] - (grow / T90["request_bytes_per_cycle"] + grow / 128)) <= 2, spans
+    assert spans[8] > DRAM
+
+
+def test_a_dropped_wait_between_the_tma_load_and_its_reader_is_flagged(tma_module):
+    res, _ = _tma_sum(tma_module, 8, wait=0)  # the executor's copy lands at issue: the values are right anyway
+    rules = {h.rule for h in res.timing.hazards}
+    assert "smem-read-before-complete" in rules, rules
+    prog = res.program
+    pairs = {(type(prog.role(h.first[0]).records[h.first[2]]).__name__, h.second[0])
+             for h in res.timing.hazards if h.rule == "smem-read-before-complete"}
+    reader = next(h.second for h in res.timing.hazards if h.rule == "smem-read-before-complete")
+    assert {p[0] for p in pairs} == {"CpAsyncBulkTensor"}
+    assert "LDS.32" in dict(prog.role(reader[0]).records[reader[2]].counts)  # the loop reading the box
+
+
+MOVES = PRELUDE + r"""
+extern "C" __global__ void moves(const __grid_constant__ CUtensorMap rows, const __grid_constant__ CUtensorMap dst,
+                                 const int* idx, const unsigned* src, unsigned* copy, unsigned* small) {
+  extern __shared__ __align__(1024) unsigned char smem[];
+  __shared__ __align__(8) unsigned long long bar;
+  unsigned sbar = smem_u32(&bar), s0 = smem_u32(smem);
+  if (threadIdx.x == 0) {
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" :: "r"(sbar));
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" :: "r"(sbar), "r"(512 + 256));
+    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile::gather4.mbarrier::complete_tx::bytes"
+                 " [%0], [%1, {%2, %3, %4, %5, %6}], [%7];"
+                 :: "r"(s0), "l"(&rows), "r"(0), "r"(idx[0]), "r"(idx[1]), "r"(idx[2]), "r"(idx[3]), "r"(sbar)
+                 : "memory");
+    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], 256, [%2];"
+                 :: "r"(s0 + 1024), "l"(src), "r"(sbar) : "memory");
+  }
+  bar_wait(sbar, 0);
+  if (threadIdx.x == 0) {
+    asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], 256;" :: "l"(copy), "r"(s0 + 1024));
+    asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group [%0, {%1, %2}], [%3];"
+                 :: "l"(&dst), "r"(0), "r"(0), "r"(s0) : "memory");
+    asm volatile("cp.reduce.async.bulk.tensor.2d.global.shared::cta.add.tile.bulk_group [%0, {%1, %2}], [%3];"
+                 :: "l"(&dst), "r"(0), "r"(0), "r"(s0) : "memory");
+    asm volatile("cp.async.bulk.commit_group;");
+    asm volatile("cp.async.bulk.wait_group.read 0;");
+  }
+  __syncthreads();
+  unsigned d = s0 + 2048 + 16 * threadIdx.x;
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 16;" :: "r"(d), "l"(src + 4 * threadIdx.x));
+  asm volatile("cp.async.wait_all;");
+  small[threadIdx.x] = d;
+}
+"""
+
+
+def test_gather4_bulk_copies_stores_and_reductions_become_the_engines_copy_records():
+    k = xp.RawModule(code=MOVES, options=("-arch=sm_100a", "-lineinfo")).get_function("moves")
+    k.timing = True
+    rng = np.random.default_rng(5)
+    T = xp.asarray(rng.integers(0, 2**31, (30, 32), dtype=np.uint32))
+    rows = xp.tensor_map("UINT32", 2, T, (32, 30), (128,), (32, 1), (1, 1), 0, "SWIZZLE_128B")
+    D = xp.zeros((4, 32), dtype=xp.uint32)
+    dst = xp.tensor_map("UINT32", 2, D, (32, 4), (128,), (32, 4), (1, 1), 0, "SWIZZLE_128B")
+    src = xp.asarray(rng.integers(0, 2**31, 128, dtype=np.uint32))
+    copy = xp.zeros(64, dtype=xp.uint32)
+    k((1,), (32,), (rows, dst, xp.asarray(np.array([3, 7, 29, 11], np.int32)), src, copy, xp.zeros(32, xp.uint32)),
+      shared_mem=4096)
+    prog = k.last_result.program
+    recs = [r for role in prog.roles for r in role.records if not isinstance(r, CudaCoreBlock)]
+    loads = [r for r in recs if isinstance(r, CpAsyncBulkTensor)]
+    assert [(r.mode, r.nbytes, r.rows, r.coords, r.swizzle) for r in loads] == [
+        ("gather4", 512, 4, (0, 3, 7, 29, 11), "SW128"), ("tile", 256, 1, (), "")]
+    assert loads[1].dst == loads[0].dst + 1024 and loads[0].bar == loads[1].bar
+    assert loads[1].tensor == f"global@{src.data.ptr:#x}"
+    (bulk,) = [r for r in recs if isinstance(r, CpAsyncBulk)]
+    assert (bulk.src, bulk.nbytes, bulk.dst) == (loads[1].dst, 256, f"global@{copy.data.ptr:#x}")
+    stores = [r for r in recs if isinstance(r, CpAsyncBulkTensorStore)]
+    assert [(r.src, r.nbytes, r.coords) for r in stores] == [(loads[0].dst, 512, (0, 0))] * 2
+    assert sum(isinstance(r, BulkCommitGroup) for r in recs) == 1
+    assert [r.n for r in recs if isinstance(r, BulkWaitGroupRead)] == [0]
+    assert "cp.async.ca.shared.global" in dict(prog.meta)["untimed"]  # the sm_80 copy: no engine record
+    run = k.last_result.timing
+    assert run.clean, run.hazards
+    assert run.engine.unit_busy["tma"] > DRAM
