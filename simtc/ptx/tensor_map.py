@@ -1,6 +1,8 @@
 """Tensor maps as kernel parameters: ``cuTensorMapEncodeTiled``'s arguments in, 128 bytes out, and back.
 
-NVIDIA's ``CUtensorMap`` is 128 bytes, 64-byte aligned, and **opaque** ("a tensor map object is an opaque value,
+NVIDIA's ``CUtensorMap`` is 128 bytes (the encoder needs its address 64-byte aligned; CUDA 13.0 ``cuda.h`` declares
+the struct ``alignas(128)``, so a ``__grid_constant__`` map or a CuTe TMA atom holding one is ``.param .align 128``
+in the PTX), and **opaque** ("a tensor map object is an opaque value,
 and, as such, should only be accessed through CUDA APIs and PTX": CUDA Driver API, Tensor Map Object Management,
 ``cuTensorMapEncodeTiled``; ``CU_TENSOR_MAP_NUM_QWORDS = 16`` in CUDA 13.0 ``cuda.h``). simtc therefore has its
 **own byte layout** (not the hardware's), read back by the executor when a ``cp.async.bulk.tensor`` names the
@@ -35,6 +37,8 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Sequence
+
+import numpy as np
 
 from simtc.smem.tma import DTYPES, INTERLEAVES, L2_PROMOTIONS, OOB_FILLS, SWIZZLES, TensorMap, TensorMapError
 
@@ -75,7 +79,28 @@ def _address(a) -> int:
     """A device address: an int, or an array with ``.data.ptr`` (simtc.cuda / CuPy ndarray)."""
     data = getattr(a, "data", None)
     ptr = getattr(data, "ptr", None)
-    return int(ptr if ptr is not None else a)
+    if ptr is not None:
+        return int(ptr)
+    if isinstance(a, (int, np.integer)) and not isinstance(a, bool):
+        return int(a)
+    what = "a host numpy array" if isinstance(a, np.ndarray) else f"{type(a).__name__} {a!r}"
+    raise TensorMapError(f"globalAddress {what}: a device address (an int) or a device array (simtc.cuda.asarray "
+                         "puts a host array there)", rule="globalAddress is a device address", ref=_REF)
+
+
+def _int_list(value, name: str) -> tuple[int, ...]:
+    """The entries of ``globalDim``/``globalStrides``/``boxDim``/``elementStrides``: a sequence of integers (the
+    driver's ``cuuint64_t``/``cuuint32_t`` arrays); a float, a bool or a bare number is refused, not truncated."""
+    if isinstance(value, (str, bytes)) or not hasattr(value, "__len__"):
+        raise TensorMapError(f"{name} {value!r}: a sequence of integers, one per dimension (e.g. (64,) for one)",
+                             rule=f"{name} is an array of integers", ref=_REF)
+    out = []
+    for i, v in enumerate(value):
+        if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)):
+            raise TensorMapError(f"{name}[{i}] = {v!r}: an integer", rule=f"{name} is an array of integers",
+                                 ref=_REF)
+        out.append(int(v))
+    return tuple(out)
 
 
 def tensor_map(data_type, rank: int, global_address, global_dim: Sequence[int], global_strides: Sequence[int],
@@ -95,9 +120,12 @@ def tensor_map(data_type, rank: int, global_address, global_dim: Sequence[int], 
 16-byte aligned; CUDA Driver API, Tensor Map Object Management: cuTensorMapEncodeTiled (CUDA 13.0 cuda.h)]
     """
     dt = DATA_TYPES[_enum(data_type, DATA_TYPES, "DATA_TYPE_", "tensorDataType")]
-    if not isinstance(rank, int) or not 1 <= rank <= 5:
+    if isinstance(rank, bool) or not isinstance(rank, (int, np.integer)) or not 1 <= rank <= 5:
         raise TensorMapError(f"tensorRank {rank!r}: 1 to 5 dimensions", rule="tensorRank is non-zero and at most 5",
                              ref=_REF)
+    rank = int(rank)
+    global_dim, global_strides = _int_list(global_dim, "globalDim"), _int_list(global_strides, "globalStrides")
+    box_dim, element_strides = _int_list(box_dim, "boxDim"), _int_list(element_strides, "elementStrides")
     if len(global_dim) != rank:
         raise TensorMapError(f"globalDim has {len(global_dim)} entries; tensorRank is {rank}",
                              rule="globalDim has tensorRank entries", ref=_REF)
