@@ -12,6 +12,11 @@ memory system and on the port.
 
 With the ``copy_engine`` mechanism off issuing takes no time (memory and port still do).
 
+A kernel simtc's executor ran brings its copies here as the same records (:mod:`simtc.ptx.recording`): its
+``cp.async.bulk.tensor`` loads with the box's bytes and rows from the decoded tensor map, and its non-tensor
+``cp.async.bulk`` global -> shared copies as one-row loads of ``size`` bytes (the requests
+``request_bytes_per_cycle`` and ``dram_latency`` were measured with).
+
 >>> from simtc.engine.parameters import Timing
 >>> from simtc.engine.memory import MemorySystem
 >>> from simtc.engine.smem_port import SharedMemoryPort

@@ -26,6 +26,13 @@ A warp-wide ``LDG`` goes through two stages of the SM's L1, each a mechanism her
 
 With the mechanism off, a load costs no miss-path time and one wavefront per 128 bytes.
 
+Where a load's addresses are known (a kernel simtc's executor ran, :mod:`simtc.ptx.recording`), the L1 and L2 are
+also **tag stores** (:class:`GlobalCaches`, in front of the miss path as :class:`CachedL1`): the sectors a load
+finds in L1 are ready ``ldg_l1_latency`` (32 cycles) after issue, those in L2 ``ldg_l2_latency`` (324) after they
+left the miss path, the rest after an HBM round trip (``dram_latency``, 691) -- the three pointer chases of
+``tests/data/h200_memory_latency.json`` (:data:`CACHE_PARAMETERS`, labelled like the engine's table). The L1 holds
+what the unified 256 KB data cache leaves beside the CTA's shared memory (:func:`l1_capacity`).
+
 >>> lines_per_row(64, 656), lines_per_row(64, 576), lines_per_row(512, 0), lines_per_row(64, 0, 80)
 (1.375, 1.0, 4.0, 2.0)
 >>> from simtc.engine.parameters import Timing
@@ -42,7 +49,9 @@ import math
 from simtc.engine.calendar import Calendar, OneServer
 from simtc.isa.cuda_core import LANE_ORDERS
 
-__all__ = ["LANE_ORDERS", "L1MissPath", "conflict_rows", "lines_per_row", "load_lines", "load_wavefronts"]
+__all__ = ["CACHE_PARAMETERS", "LANE_ORDERS", "LEVELS", "SHARED_CARVEOUTS_KIB", "CachedL1", "GlobalCaches",
+           "L1MissPath", "conflict_rows", "l1_capacity", "lines_per_row", "load_lines", "load_policy",
+           "load_wavefronts"]
 
 LINE = 128
 BANK = 4

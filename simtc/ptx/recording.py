@@ -5,17 +5,36 @@ While :func:`simtc.ptx.executor.launch` runs one CTA (``LaunchOptions(recorder=R
 
 * every asynchronous or synchronising operation as the :mod:`simtc.isa` record the executor's handlers
   (:mod:`simtc.ptx.async_ops`) built from the operands' run-time values and applied -- the records
-  :func:`simtc.ptx.async_ops.issued` collects: ``tcgen05.*``, ``mbarrier.*``, ``fence.proxy.async``, ``wgmma.*``
-  and, where executed, TMA and bulk copies;
+  :func:`simtc.ptx.async_ops.issued` collects: ``tcgen05.*``, ``mbarrier.*``, ``fence.proxy.async``, ``wgmma.*``;
+* every TMA and bulk copy a thread issued (:mod:`simtc.ptx.async_tma` executes them at issue and logs no record):
+  the recording reads the operands before the instruction runs and writes the records the hand Programs use
+  (:mod:`simtc.isa.tma`) -- ``cp.async.bulk.tensor`` loads as :class:`~simtc.isa.tma.CpAsyncBulkTensor` (the
+  destination, the box's bytes and rows from the decoded tensor map, the mbarrier, the coordinates, ``gather4``,
+  the swizzle), stores and ``cp.reduce.async.bulk.tensor`` as :class:`~simtc.isa.tma.CpAsyncBulkTensorStore`,
+  ``cp.async.bulk`` shared -> global as :class:`~simtc.isa.tma.CpAsyncBulk` and global -> shared as a one-row
+  ``CpAsyncBulkTensor`` (the isa has no bulk-load record; the engine's memory model was fitted on exactly such
+  copies), ``commit_group`` / ``wait_group[.read]`` as :class:`~simtc.isa.tma.BulkCommitGroup` /
+  :class:`~simtc.isa.tma.BulkWaitGroupRead`; the copies the engine has no record for (``cp.async`` of sm_80,
+  prefetches, shared::cta -> shared::cluster) are listed in the Program's ``meta`` (``untimed``);
 * ``bar.sync`` / ``bar.arrive`` / ``bar.red`` as :class:`~simtc.isa.sync.BarSync` / :class:`~simtc.isa.sync.BarArrive`
   with the barrier id and thread count the warp gave (read from its registers when it issued them);
-* the CUDA-core work between two of those as one :class:`~simtc.isa.cuda_core.CudaCoreBlock` whose cost is
+* the CUDA-core work between two of those as :class:`~simtc.isa.cuda_core.CudaCoreBlock` s whose cost is
   **PTX-derived** (:func:`sass_classes`): each executed PTX instruction becomes the SASS instruction class(es)
   it compiles to (integer, fp32, fp64, MUFU, conversion, memory, ...), the block's ``chain`` is its longest
   register dependency chain (weighted with the engine's own latencies, :func:`simtc.engine.issue.block_cost`),
   its shared-memory accesses are its ``smem_reads`` / ``smem_writes`` (the byte ranges the lanes touched, seen
   through :meth:`simtc.semantics.Cta.observe`) and its ``wavefronts`` their bank-conflict count
-  (:func:`simtc.smem.banks.bank_conflicts` on the lanes' addresses).
+  (:func:`simtc.smem.banks.bank_conflicts` on the lanes' addresses);
+* every global load and store with the 32-byte sectors its lanes touched (their addresses read from the registers
+  before it runs), which the engine looks up in the SM's L1 and the chip's L2 (:class:`simtc.engine.l1.GlobalCaches`:
+  an L1 hit costs ``ldg_l1_latency``, an L2 hit ``ldg_l2_latency``, the rest an HBM round trip; measured on the
+  H200, ``tests/data/h200_memory_latency.json``). A run of CUDA-core work is cut after each branch and before a
+  global load whose address came from one of the run's own loads (a pointer chase), so that the engine, which sends
+  a block's loads at its start, sends them as ``ptxas`` would (a basic block's loads hoisted above the work that
+  does not feed them; assumed) and a dependent load after the one it depends on. A load nothing in its block reads
+  is off the block's chain: its registers are the block's ``regs_written``, ready when it arrives, and the block
+  that reads them lists them in ``regs_read`` (the engine's scoreboard holds it), so loads used late overlap the
+  work in between; a load the next record reads ends its block's chain.
 
 :meth:`Recorder.program` builds the Program: warps that ran identical streams form one role, the barrier table
 holds every mbarrier by its shared-memory address (the name :func:`simtc.ptx.async_ops.mbarrier_name` gives it)
@@ -23,9 +42,10 @@ with its ``mbarrier.init`` count, and the named barriers with their thread count
 its PTX line(s) and CUDA source line(s) (from ``-lineinfo``), which the stepper and the traces show; the same
 positions are in :attr:`Recorded.sources`, keyed by ``(role, record index)``.
 
-:func:`run_engine` runs the Program on :class:`simtc.engine.core.Engine` (timing mode): the CTA's cycles, the
-hazard checker's report, the stepper (:meth:`EngineRun.stepper`), schedules (:meth:`EngineRun.schedules`) and the
-engine a Perfetto trace is written from (:func:`simtc.render.perfetto.write_chrome_trace`).
+:func:`run_engine` runs the Program on :class:`simtc.engine.core.Engine` (timing mode, :meth:`Recorded.engine`: the
+recorded sectors in its L1): the CTA's cycles, the hazard checker's report, where the cycles went
+(:meth:`EngineRun.breakdown`), the stepper (:meth:`EngineRun.stepper`), schedules (:meth:`EngineRun.schedules`) and
+the engine a Perfetto trace is written from (:func:`simtc.render.perfetto.write_chrome_trace`).
 
 **What the derivation is.** PTX is not SASS: ``ptxas`` may fuse, split, hoist or delete instructions. The class
 of each PTX instruction is the SASS instruction NVIDIA's compilers emit for it in the plain case (NVIDIA CUDA
@@ -36,10 +56,14 @@ arithmetic) are simtc's estimate of their length, labelled as such in :data:`EXP
 table does not name (fp64 ``D*``, local memory, atomics, branches) are priced by the engine as it prices any
 unlisted class (the ALU pipe). The Program's ``meta`` says so (``cuda_core_costs``).
 
-**Limits of this first step.** One CTA (the first, or the one asked for). A loop that polls with
-``mbarrier.test_wait`` keeps every poll (the engine's ``try_wait`` then passes the later ones at once); a lone
-``mbarrier.expect_tx`` / ``complete_tx`` has no record and is not replayed; global accesses are costed as
-coalesced (one row per warp-instruction).
+**Limits.** One CTA per timing run (the first, or the one asked for; a list of CTAs is refused): the CTAs that
+would share its SM (their warps on its sub-partitions, their loads in its L1) are not simulated, and HBM is shared
+with one CTA per SM of the grid (:func:`active_sms`). A loop that polls with ``mbarrier.test_wait`` keeps every
+poll (the engine's ``try_wait`` then passes the later ones at once); a lone ``mbarrier.expect_tx`` /
+``complete_tx`` has no record and is not replayed. The caches start cold (a sector's first touch is an HBM round
+trip; ``Recorded.engine(inputs_in_l2=True)``: every sector in L2 at launch). Schedules
+(:meth:`EngineRun.schedules`) run the Program on engines of their own, without the recorded sectors: there every
+global load is an L1 miss to HBM (the Program's ``meta``, ``global_loads``, says so).
 """
 
 from __future__ import annotations
@@ -412,7 +436,13 @@ class Recorder:
     """
 
     def __init__(self, cta=(0, 0, 0), *, arch: str = "sm100", kernel: str = ""):
-        self.cta_id = tuple(int(v) for v in (*tuple(cta), 0, 0)[:3])
+        idx = tuple(cta) if isinstance(cta, tuple | list) else (cta,)
+        if not idx or len(idx) > 3 or not all(isinstance(v, int | np.integer) and not isinstance(v, bool)
+                                               for v in idx):
+            raise SimtcError(f"record CTA {cta!r}: one block index (x[, y[, z]]) of integers; simtc times one CTA "
+                             "per run (the CTAs that would share its SM are not simulated)",
+                             rule="one recorded CTA per timing run")
+        self.cta_id = tuple(int(v) for v in (*idx, 0, 0)[:3])
         self.warps: dict[int, list[_Exec]] = {}
         self.nwarps = 0
         self.threads = 0

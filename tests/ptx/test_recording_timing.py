@@ -315,3 +315,22 @@ def test_gather4_bulk_copies_stores_and_reductions_become_the_engines_copy_recor
     run = k.last_result.timing
     assert run.clean, run.hazards
     assert run.engine.unit_busy["tma"] > DRAM
+
+
+def test_one_cta_per_timing_run_and_a_list_of_ctas_is_refused(chase_module):
+    from simtc.errors import SimtcError
+    from simtc.ptx.recording import Recorder
+
+    k = chase_module.get_function("gather8")
+    out = xp.zeros(32, dtype=xp.uint32)
+    table = xp.asarray(np.arange(8 * 32, dtype=np.uint32))
+    k.timing = [(0, 0, 0), (1, 0, 0)]  # two CTAs that would share an SM: not simulated
+    with pytest.raises(SimtcError, match="simtc times one CTA per run") as e:
+        k((2,), (32,), (table, out))
+    assert e.value.rule == "one recorded CTA per timing run"
+    with pytest.raises(SimtcError, match="one block index"):
+        Recorder("0")
+    k.timing = (1,)
+    k((2,), (32,), (table, out))
+    run = k.last_result.timing
+    assert dict(run.program.meta)["cta"] == "1,0,0" and run.recorded.ctas == 2
