@@ -1,14 +1,18 @@
 """Hopper ``wgmma`` records (sm_90a; PTX ISA 9.0 §9.7.15): fence, mma_async, commit_group, wait_group.
 
 All four are warpgroup-collective (``.sync.aligned``, 4 contiguous warps). ``WgmmaMmaAsync``'s
-A is an sm90 descriptor (shared memory) or the name of A's registers; B is an sm90 descriptor;
-D is the name of the accumulator registers.
+A is an sm90 descriptor (shared memory, the SS form) or the name of A's registers (the RS form: the
+warpgroup's four ``.b32`` registers per thread, always K-major); B is an sm90 descriptor; D is the name
+of the accumulator registers (``d_dtype`` ``"fp32"``: N/2 ``.f32`` per thread, ``"fp16"``: N/4
+``.f16x2``; :mod:`simtc.mma.wgmma` holds the fragments).
 
 >>> from simtc.smem.desc import SmemDescriptor
 >>> a = SmemDescriptor(start=0, lbo=16, sbo=1024, layout_type="SW128", arch="sm90")
 >>> b = SmemDescriptor(start=8192, lbo=16, sbo=1024, layout_type="SW128", arch="sm90")
 >>> WgmmaMmaAsync(64, 64, 16, "bf16", a, b, True, "d").ptx()
 'wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 d, 0x4000004000010000, 0x4000004000010200, 1, 1, 1, 0, 0;'
+>>> WgmmaMmaAsync(64, 64, 16, "fp16", "a", b, True, "d", d_dtype="fp16", b_major="MN").ptx()  # RS, f16 D
+'wgmma.mma_async.sync.aligned.m64n64k16.f16.f16.f16 d, a, 0x4000004000010200, 1, 1, 1, 1;'
 """
 
 from __future__ import annotations

@@ -942,7 +942,7 @@ def _wg_mma(ins: Instruction, c):
     if rs and len(ops) != 7:
         raise PtxSyntaxError(f"line {ins.line}: wgmma.mma_async with A from registers takes d, {{a0, a1, a2, a3}}, "
                              "b-desc, scale-d, imm-scale-a, imm-scale-b, imm-trans-b (A in registers is K-major: there "
-                             "is no imm-trans-a)", rule="register A has no imm-trans-a", ref=_REF_WGMMA)
+                             "is no imm-trans-a)", rule="register A has no transpose", ref=_REF_WGMMA)
     if not rs and len(ops) != 8:
         raise PtxSyntaxError(f"line {ins.line}: wgmma.mma_async with A from shared memory takes d, a-desc, b-desc, "
                              "scale-d, imm-scale-a, imm-scale-b, imm-trans-a, imm-trans-b", rule="wgmma operands",
