@@ -11,9 +11,11 @@ Families and their PTX ISA 9.0 sections:
 * floating point (§9.7.3): testp copysign add sub mul fma mad div abs neg min max rcp sqrt rsqrt sin cos lg2
   ex2 tanh, f32 and f64, with ``.rn .rz .rm .rp``, ``.ftz`` and ``.sat``;
 * half precision (§9.7.4): add sub mul fma neg abs min max ex2 tanh on f16, f16x2, bf16, bf16x2;
-* comparison and selection (§9.7.6; half precision §9.7.7): set setp selp slct;
+* comparison and selection (§9.7.6; half precision §9.7.7): set setp selp slct (``set`` also into f16/bf16
+  and 16-bit destinations and on packed f16x2/bf16x2 halves);
 * logic and shift (§9.7.8): and or xor not cnot lop3 shf shl shr;
-* data movement and conversion (§9.7.9): mov between registers and immediates, prmt, cvt (§9.7.9.21).
+* data movement and conversion (§9.7.9): mov between registers and immediates, prmt, cvt (§9.7.9.21),
+  cvt.pack (§9.7.9.22).
 
 How directed rounding is exact: every f32/f16/bf16 operation is done in float64 with an error-free
 transformation (TwoSum for sums, the exact float64 product of two 24-bit significands, a Dekker/Veltkamp
@@ -1554,21 +1556,42 @@ def _build_setp(ctx: _Ctx) -> AluOp:
     return _op(ctx, ("pred",) * ctx.ndst, (t, t) + (("pred",) if bop else ()), fn)
 
 
+_SET_TRUE = {"u32": 0xFFFFFFFF, "s32": 0xFFFFFFFF, "f32": 0x3F800000, "u16": 0xFFFF, "s16": 0xFFFF,
+             "f16": 0x3C00, "bf16": 0x3F80}
+"""What ``set`` writes for True (False is 0): all ones for integer destinations, 1.0 for float ones (PTX ISA 9.0
+§9.7.6.1; §9.7.7.1 for the f16/bf16 destinations and the packed sources, whose halves each get the 16-bit value:
+0xFFFF for a .u32/.s32 destination, 1.0 for .f16x2/.bf16x2)."""
+
+
 def _build_set(ctx: _Ctx) -> AluOp:
     cmp, bop, ftz, (dt_, st) = _cmp_mods(ctx, "cmp", 2)
-    if dt_ not in ("u32", "s32", "f32"):
-        raise _unsupported(ctx.name, f"set with destination .{dt_}", "cmp")
     _check_arity(ctx, 3 if bop else 2, "cmp")
-    f = _compare(cmp, _HALF.get(st, st), ftz)
-    true = np.uint32(0x3F800000 if dt_ == "f32" else 0xFFFFFFFF)
-    if st in _HALF:
-        raise _unsupported(ctx.name, "set on packed halves", "cmp")
+    et = _HALF.get(st, st)
+    f = _compare(cmp, et, ftz)
+    if st in _HALF:  # packed sources: each half compared, the 16-bit results packed (low half = element 0)
+        true16 = {"u32": 0xFFFF, "s32": 0xFFFF, "f16x2": 0x3C00, "bf16x2": 0x3F80}.get(dt_)
+        if true16 is None or (dt_ in _HALF and dt_ != st):
+            raise _unsupported(ctx.name, f"set.{dt_}.{st}: the destination is .{st}, .u32 or .s32", "cmp")
+        t16 = np.uint32(true16)
+
+        def fnx2(a, b, c=None):
+            ha = a.reshape(-1, 1).view(np.uint16)
+            hb = b.reshape(-1, 1).view(np.uint16)
+            lo, hi = f(ha[:, 0], hb[:, 0]), f(ha[:, 1], hb[:, 1])
+            if bop:
+                lo, hi = _BOOLOPS[bop](lo, c), _BOOLOPS[bop](hi, c)
+            return (np.where(lo, t16, np.uint32(0)) | np.where(hi, t16 << np.uint32(16), np.uint32(0)),)
+        return _op(ctx, (dt_,), (st, st) + (("pred",) if bop else ()), fnx2)
+    if dt_ not in _SET_TRUE:
+        raise _unsupported(ctx.name, f"set with destination .{dt_}", "cmp")
+    dt = _U[type_width(dt_)]
+    true = dt(_SET_TRUE[dt_])
 
     def fn(a, b, c=None):
         r = f(a, b)
         if bop:
             r = _BOOLOPS[bop](r, c)
-        return (np.where(r, true, np.uint32(0)),)
+        return (np.where(r, true, dt(0)),)
     return _op(ctx, (dt_,), (st, st) + (("pred",) if bop else ()), fn)
 
 
@@ -1669,10 +1692,42 @@ def _to_f32_bits_from_float(v: np.ndarray, t: str, rnd: str, *, relu: bool, satf
     return _bits(r, t)
 
 
+_PACK_BITS = {"u16": 16, "s16": 16, "u8": 8, "s8": 8, "u4": 4, "s4": 4, "u2": 2, "s2": 2}
+
+
+def _build_cvt_pack(ctx: _Ctx) -> AluOp:
+    """``cvt.pack.sat.{u16,s16}.s32 d, a, b`` and ``cvt.pack.sat.{u8,s8,u4,s4,u2,s2}.s32.b32 d, a, b, c``
+    (PTX ISA 9.0 §9.7.9.22): a and b saturated to the n-bit type, b in bits n-1..0 and a in bits 2n-1..n of d;
+    d's bits above 2n are c's low bits (the 16-bit form has none left)."""
+    mods = ctx.mods
+    ct = mods[-1] if len(mods) == 5 else None
+    body = mods[:4] if ct else mods
+    if len(body) != 4 or body[:2] != ("pack", "sat") or body[2] not in _PACK_BITS or body[3] != "s32":
+        raise _unsupported(ctx.name, "cvt.pack.sat.{u16,s16}.s32 or cvt.pack.sat.{u8,s8,u4,s4,u2,s2}.s32.b32",
+                           "cvt")
+    kt = body[2]
+    n = _PACK_BITS[kt]
+    if (n == 16) != (ct is None) or ct not in (None, "b32"):
+        raise _unsupported(ctx.name, "the 16-bit forms take two sources, the narrower ones a third .b32", "cvt")
+    _check_arity(ctx, 2 if n == 16 else 3, "cvt")
+    lo, hi = (-(1 << (n - 1)), (1 << (n - 1)) - 1) if kt[0] == "s" else (0, (1 << n) - 1)
+    mask = np.int64((1 << n) - 1)
+
+    def sat(x):
+        return np.clip(x.view(np.int32).astype(np.int64), lo, hi) & mask
+
+    def fn(a, b, c=None):
+        td = sat(b) | (sat(a) << np.int64(n))
+        if c is not None:
+            td = td | (c.astype(np.int64) << np.int64(2 * n))
+        return ((td & np.int64(0xFFFFFFFF)).astype(np.uint32),)
+    return _op(ctx, ("b32",), ("s32", "s32") + (("b32",) if ct else ()), fn)
+
+
 def _build_cvt(ctx: _Ctx) -> AluOp:
     mods = ctx.mods
     if "pack" in mods:
-        raise _unsupported(ctx.name, "cvt.pack is not modelled yet", "cvt")
+        return _build_cvt_pack(ctx)
     rest, (dt_, st) = _split_mods(ctx, {"rn", "rz", "rm", "rp", "rna", "ftz", "sat", "relu", "satfinite"}
                                   | set(_IRND), "cvt", ntypes=2)
     rnd = _rounding(rest, default="")

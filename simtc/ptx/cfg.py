@@ -40,8 +40,10 @@ def _target(ins, labels: dict[str, int]) -> int:
     return labels[name]
 
 
-def successors(body, labels: dict[str, int], pc: int) -> tuple[int, ...]:
-    """Instruction indices control can reach from ``body[pc]`` (``len(body)``: the function's exit)."""
+def successors(body, labels: dict[str, int], pc: int, tables: dict | None = None) -> tuple[int, ...]:
+    """Instruction indices control can reach from ``body[pc]`` (``len(body)``: the function's exit); ``tables``:
+    the function's ``.branchtargets`` lists (a ``brx.idx`` reaches its list's labels; without its list, any
+    label)."""
     ins = body[pc]
     end = len(body)
     op = ins.opcode
@@ -52,20 +54,23 @@ def successors(body, labels: dict[str, int], pc: int) -> tuple[int, ...]:
     if op in ("ret", "exit", "trap"):
         return (end,) if ins.guard is None else tuple(dict.fromkeys((end, *nxt)))
     if op == "brx":
+        names = (tables or {}).get(getattr(ins.operands[-1], "name", None)) if ins.operands else None
+        if names is not None and all(n in labels for n in names):
+            return tuple(dict.fromkeys((*(labels[n] for n in names), *(nxt if ins.guard is not None else ()))))
         return tuple(dict.fromkeys((*labels.values(), *nxt)))  # conservative: any label
     return nxt
 
 
-def reconvergence(body, labels: dict[str, int]) -> dict[int, int]:
+def reconvergence(body, labels: dict[str, int], tables: dict | None = None) -> dict[int, int]:
     """Branch pc -> the pc of its immediate post-dominator, for every ``bra``/``brx``/``ret``/``exit`` that can
-    split a warp (guarded, or with a register target)."""
+    split a warp (guarded, or with a register target); ``tables`` as :func:`successors`."""
     n = len(body)
     if n == 0:
         return {}
     leaders = {0}
     for pc, ins in enumerate(body):
         if ins.opcode in TERMINATORS:
-            leaders.update(s for s in successors(body, labels, pc) if s < n)
+            leaders.update(s for s in successors(body, labels, pc, tables) if s < n)
             if pc + 1 < n:
                 leaders.add(pc + 1)
     starts = sorted(leaders)
@@ -76,7 +81,7 @@ def reconvergence(body, labels: dict[str, int]) -> dict[int, int]:
         ends[s] = e - 1
         block_of[s] = s
     exit_node = n
-    succ: dict[int, tuple[int, ...]] = {s: successors(body, labels, ends[s]) for s in starts}
+    succ: dict[int, tuple[int, ...]] = {s: successors(body, labels, ends[s], tables) for s in starts}
     succ[exit_node] = ()
     pred: dict[int, list[int]] = {s: [] for s in (*starts, exit_node)}
     for s, outs in succ.items():

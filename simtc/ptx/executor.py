@@ -22,6 +22,14 @@ nothing more for values; ``fence.proxy.async`` will matter to the hazard checker
 ``%clock``/``%clock64`` count the warp instructions the CTA has issued (not cycles, until the engine times
 executed kernels), ``%globaltimer`` likewise.
 
+**Control flow and data.** ``bra``, ``brx.idx`` through a ``.branchtargets`` list (a multi-way branch: the warp
+splits by target and reconverges at the immediate post-dominator), direct calls and indirect ones through a
+register (``mov.u64 %rd, func``) with a ``.callprototype`` or ``.calltargets`` label (lanes with different
+callees run one callee at a time), ``ret``/``exit``; ``.b128`` registers (two 64-bit words, the low one first)
+in ``ld``/``st``/``mov`` and their split/join with ``mov.b128 {lo, hi}``; ``atom``/``red`` of 16-bit ``cas``,
+32/64-bit operations, ``.b128`` ``exch``/``cas`` and the sm_90 vector forms (``.v2``/``.v4`` ``.f32`` add,
+``.v2``-``.v8`` ``.f16``/``.bf16`` and ``.v2``/``.v4`` ``.f16x2``/``.bf16x2`` add/min/max), element by element.
+
 **Lane order.** Where PTX leaves the order of a warp's lanes open (atomics on one address, stores of several
 lanes to one address, printf), lanes go in ascending ``%laneid`` order: for an atomic, lane 0's operation
 comes first and every lane gets the value its own operation saw; for a store, the highest lane's value stays.
@@ -464,7 +472,7 @@ class _Compiler:
                 code.local[v.name] = top
                 top += v.size
         code.local_bytes = _align(top, 16)
-        code.ipdom = reconvergence(fn.body, fn.labels)
+        code.ipdom = reconvergence(fn.body, fn.labels, fn.branch_targets)
 
     # ---- registers ------------------------------------------------------------------------------------------
     def reg(self, name: str) -> tuple[int, str]:
@@ -918,11 +926,15 @@ def _ld(ins: Instruction, c: _Compiler):
                              ref="PTX ISA 9.0 §9.7.9.8")
     addr = c.address(ins.operands[1], space)
     w8 = _width(t)
-    if w8 == 128:
-        raise PtxUnsupported(f"{ins.name}: .b128 loads", rule="load types", ref="PTX ISA 9.0 §9.7.9.8")
     size = w8 // 8 * vec
-    et = _U[w8]
     puts = [c.putter(d, t) for d in items]
+    if w8 == 128:  # .b128 (PTX ISA 8.3, sm_70+): a register of two 64-bit words, the low word first
+        def body128(w, f, e, m, full):
+            vals = _load(space, w, f, addr(f), m, size).view(np.uint64).reshape(-1, vec, 2)
+            for j, put in enumerate(puts):
+                put(f, np.ascontiguousarray(vals[:, j]), m)
+        return body128
+    et = _U[w8]
 
     def body(w, f, e, m, full):
         rows = _load(space, w, f, addr(f), m, size)
@@ -939,14 +951,17 @@ def _st(ins: Instruction, c: _Compiler):
     items = list(src.items) if isinstance(src, Vector) else [src]
     addr = c.address(ins.operands[0], space)
     w8 = _width(t)
-    if w8 == 128:
-        raise PtxUnsupported(f"{ins.name}: .b128 stores", rule="store types", ref="PTX ISA 9.0 §9.7.9.11")
     a0 = ins.operands[0]
     if space == "param" and c.fn.entry and not (isinstance(a0, Address) and isinstance(a0.base, Sym)
                                                  and a0.base.name not in {p.name for p in c.fn.params}):
         raise PtxUnsupported(f"{ins.name}: st.param to a kernel parameter (kernel parameters are read-only)",
                              rule="kernel parameters are read-only", ref="PTX ISA 9.0 §5.1.6")
     rds = [c.reader(s, t) for s in items]
+    if w8 == 128:
+        def body128(w, f, e, m, full):
+            rows = np.concatenate([np.asarray(r(f))[m].reshape(-1, 2) for r in rds], axis=1)
+            _store(space, w, f, addr(f), m, np.ascontiguousarray(rows.astype(np.uint64, copy=False)).view(np.uint8))
+        return body128
     et = _U[w8]
 
     def body(w, f, e, m, full):
@@ -1151,6 +1166,92 @@ def _bra(ins: Instruction, c: _Compiler):
     return branch
 
 
+def _diverge_many(w: Warp, f: Frame, e: list, pc: int, groups: list[tuple[int, np.ndarray, int]]) -> None:
+    """Split entry ``e`` at a multi-way branch (``brx.idx``): each ``(target, lanes, count)`` group goes to its
+    target, all meeting at the branch's immediate post-dominator, as :func:`_diverge` does for two ways."""
+    st = f.stack
+    r = f.code.ipdom.get(pc, f.code.exit_pc)
+    ex = f.code.exits
+    dead = [mk for p, mk, _ in groups if p in ex]
+    for mk in dead:
+        w.kill(mk)
+    keep = [(p, mk, n) for p, mk, n in groups if p not in ex]
+    if not keep:
+        return
+    if len(keep) == 1:
+        e[0] = keep[0][0]
+        return
+    if r == e[1] and len(st) > 1:
+        st.pop()
+    else:
+        e[0] = r
+    nlive = int(np.count_nonzero(w.live))
+    for p, mk, n in sorted(keep, key=lambda s: -s[0]):
+        if p != r:
+            st.append([p, r, mk, n, n == nlive])
+
+
+@handler("brx")
+def _brx(ins: Instruction, c: _Compiler):
+    """``brx.idx{.uni} index, tlist``: a jump to label ``tlist[index]`` of a ``.branchtargets`` list (PTX ISA 9.0
+    §9.7.12.4, §11.3.1); an index past the list is a fault (PTX: undefined). Lanes with different indices
+    diverge and reconverge at the branch's immediate post-dominator."""
+    if ins.modifiers[:1] != ("idx",) or len(ins.operands) != 2:
+        raise PtxUnsupported(f"{ins.name}: brx.idx{{.uni}} index, tlist", rule="brx forms", ref="PTX ISA 9.0 §9.7.12.4")
+    idx_op, tbl = ins.operands
+    names = c.fn.branch_targets.get(getattr(tbl, "name", None))
+    if names is None:
+        raise PtxSyntaxError(f"line {ins.line}: brx.idx needs a .branchtargets list, got {tbl}",
+                             rule="brx.idx targets", ref="PTX ISA 9.0 §9.7.12.4")
+    missing = [n for n in names if n not in c.fn.labels]
+    if missing:
+        raise PtxSyntaxError(f"line {ins.line}: .branchtargets {tbl.name} names {missing}, not labels of "
+                             f"{c.fn.name}", rule="brx.idx targets", ref="PTX ISA 9.0 §11.3.1")
+    pcs = np.array([c.fn.labels[n] for n in names], np.int64)
+    rd = c.reader(idx_op, "u32")
+    pc = c.pc
+    nxt = pc + 1
+    g = ins.guard
+    gi = c.reg(g.reg)[0] if g is not None else None
+    neg = g.negated if g is not None else False
+
+    def brx(w, f, e):
+        m = e[2]
+        if gi is not None:
+            m = m & ~f.regs[gi] if neg else m & f.regs[gi]
+        lanes = m.nonzero()[0]
+        if lanes.size == 0:
+            e[0] = nxt
+            return JUMP
+        iv = rd(f)[lanes]
+        bad = iv >= np.uint32(pcs.size)
+        if bad.any():
+            lane = int(lanes[np.flatnonzero(bad)[0]])
+            err = KernelFault(f"brx.idx by lane {lane}: index {int(rd(f)[lane])} is past the {pcs.size} labels of "
+                              f"{tbl.name}", rule="brx.idx indices stay inside the list", ref="PTX ISA 9.0 §9.7.12.4")
+            err.lane = lane
+            raise err
+        tg = pcs[iv.astype(np.int64)]
+        first = int(tg[0])
+        if lanes.size == e[3] and (tg == first).all():
+            e[0] = first
+            return JUMP
+        tall = np.full(32, -1, np.int64)
+        tall[lanes] = tg
+        groups = []
+        for p in np.unique(tg).tolist():
+            mk = tall == p
+            groups.append((int(p), mk, int(np.count_nonzero(mk))))
+        rest = e[2] & ~m
+        nrest = int(np.count_nonzero(rest))
+        if nrest:
+            groups.append((nxt, rest, nrest))
+        _diverge_many(w, f, e, pc, groups)
+        return JUMP
+    brx.own_guard = True
+    return brx
+
+
 @handler("exit")
 def _exit(ins: Instruction, c: _Compiler):
     def body(w, f, e, m, full):
@@ -1215,9 +1316,11 @@ def _return(w: Warp, f: Frame) -> None:
 @handler("call")
 def _call(ins: Instruction, c: _Compiler):
     target = ins.call_target
+    if isinstance(target, Reg):
+        return _call_indirect(ins, c)
     if not isinstance(target, Sym):
-        raise PtxUnsupported(f"{ins.name} (PTX line {ins.line}): indirect call through {target}",
-                             rule="direct calls", ref="PTX ISA 9.0 §9.7.12.5")
+        raise PtxUnsupported(f"{ins.name} (PTX line {ins.line}): call through {target}",
+                             rule="call targets", ref="PTX ISA 9.0 §9.7.12.5")
     name = target.name
     callee_fn = c.kc.module.functions.get(name)
     if callee_fn is None:
@@ -1230,6 +1333,13 @@ def _call(ins: Instruction, c: _Compiler):
     if callee_fn.is_declaration:
         raise PtxUnsupported(f"call of {name}: an external function without a body (simtc links no device "
                              "libraries)", rule="callees have bodies", ref="PTX ISA 9.0 §9.7.12.5")
+    return _call_body(ins, c, name)
+
+
+def _call_body(ins: Instruction, c: _Compiler, name: str) -> Callable:
+    """The body of a call of function ``name`` (with a body): arguments into a new frame's .param space, the
+    frame pushed; :func:`_return` copies the return values back."""
+    callee_fn = c.kc.module.functions[name]
     callee = c.kc.functions[name]
     args = list(ins.operands)
     if len(args) != len(callee_fn.params) or len(ins.call_returns) > len(callee_fn.returns):
@@ -1268,6 +1378,63 @@ def _call(ins: Instruction, c: _Compiler):
         w.frames.append(nf)
         return JUMP
     return call
+
+
+def _call_indirect(ins: Instruction, c: _Compiler) -> Callable:
+    """``call (r), %rd, (args), label;`` through a function address (``mov.u64 %rd, func``; simtc's addresses,
+    :data:`_FUNC_BASE`). The label is a ``.calltargets`` list (the only callees allowed) or a
+    ``.callprototype`` (any function whose parameters and returns match it: PTX ISA 9.0 §9.7.12.5, §11.3.2,
+    §11.3.3). Lanes calling different functions run one function at a time (SIMT: the warp diverges at the call
+    and reconverges after it), in the functions' address order; an address that is no such function is a
+    fault."""
+    label = ins.call_prototype.name if ins.call_prototype is not None else None
+    fn = c.fn
+    if label in fn.call_targets:
+        names = list(fn.call_targets[label])
+    elif label in fn.prototypes:
+        names = [n for n, g in c.kc.module.functions.items() if n in c.kc.functions
+                 and len(g.params) == len(ins.operands) and len(g.returns) >= len(ins.call_returns)]
+    else:
+        raise PtxSyntaxError(f"line {ins.line}: an indirect call needs a .callprototype or .calltargets label "
+                             f"(got {label})", rule="indirect calls name a prototype", ref="PTX ISA 9.0 §9.7.12.5")
+    bodies: dict[int, tuple[str, Callable]] = {}
+    for n in names:
+        g = c.kc.module.functions.get(n)
+        if g is None or g.is_declaration or n not in c.kc.functions:
+            continue
+        try:
+            bodies[_FUNC_BASE + 16 * c.kc.func_ids[n]] = (n, _call_body(ins, c, n))
+        except PtxSyntaxError:
+            if label in fn.call_targets:
+                raise
+    rd = c.reader(ins.call_target, "u64")
+    pc = c.pc
+    nxt = pc + 1
+    shown = str(label).split("$")[0]  # the label as written (the parser renames block-local labels)
+
+    def icall(w, f, e, m, full):
+        a = rd(f)
+        lanes = m.nonzero()[0]
+        targets = np.unique(a[lanes])
+        for t in targets.tolist():
+            if t not in bodies:
+                lane = int(lanes[np.flatnonzero(a[lanes] == np.uint64(t))[0]])
+                err = KernelFault(f"indirect call through {ins.call_target.name} by lane {lane}: address {t:#x} is "
+                                  f"no function that {shown} allows", rule="indirect calls reach a matching function",
+                                  ref="PTX ISA 9.0 §9.7.12.5", address=t)
+                err.lane = lane
+                raise err
+        if targets.size == 1:
+            return bodies[int(targets[0])][1](w, f, e, m, full)
+        # diverge: one entry per callee at this call (each then runs with one target), all waiting at nxt
+        e[0] = nxt
+        nlive = int(np.count_nonzero(w.live))
+        for t in sorted(targets.tolist(), reverse=True):
+            mk = m & (a == np.uint64(t))
+            k = int(np.count_nonzero(mk))
+            f.stack.append([pc, nxt, mk, k, k == nlive])
+        return JUMP
+    return icall
 
 
 def _read_cstring(w: Warp, lane: int, addr: int) -> bytes:
@@ -1765,37 +1932,42 @@ def _stmatrix(ins: Instruction, c: _Compiler):
 # atomics: atom, red (PTX ISA 9.0 §9.7.13.5, §9.7.13.6)
 # ------------------------------------------------------------------------------------------------------------
 
-def _f32_ftz(x: np.ndarray) -> np.ndarray:
-    return np.where(np.abs(x) < np.float32(2.0**-126), np.copysign(np.float32(0), x), x).astype(np.float32)
+def _alu_fn(name: str, nsrc: int = 2) -> Callable:
+    """The per-lane function simtc.ptx.alu gives instruction ``name`` (one source of truth for the arithmetic)."""
+    return alu.compile(Instruction(name, (Reg("%d"), *(Reg(f"%s{i}") for i in range(nsrc))))).fn
 
 
-def _bf16_round(x32: np.ndarray) -> np.ndarray:
-    b = x32.astype(np.float32).view(np.uint32).astype(np.uint64)
-    nan = (b & 0x7F800000) == 0x7F800000
-    r = ((b + 0x7FFF + ((b >> 16) & 1)) >> 16) & 0xFFFF
-    return np.where(nan & ((b & 0x7FFFFF) != 0), 0x7FFF, np.where(nan, b >> 16, r)).astype(np.uint16)
+_ATOM_HALF = ("f16", "bf16", "f16x2", "bf16x2")
 
 
 def _atom_fn(op: str, t: str, ins: Instruction) -> Callable:
-    """The operation of ``atom.op.t`` on raw bits: ``new(old, b[, c])`` over arrays of one lane each or many."""
+    """The operation of ``atom.op.t`` on raw bits: ``new(old, b[, c])`` over arrays of one lane each or many
+    (b128: (n, 2) uint64 arrays, low word first).
+
+    Floating-point add rounds to nearest even (PTX ISA 9.0 §9.7.13.5) with simtc.ptx.alu's exact arithmetic;
+    ``atom.add.f32`` on global memory flushes subnormal inputs and results (this function's ``ftz`` variant, see
+    :func:`_atom`), on shared memory it does not; the f16/bf16 forms (``.noftz``) keep subnormals; min/max of
+    f16/bf16 values are the ALU's ``min``/``max``."""
     w = _width(t)
-    u = _U[w]
+    u = _U[w] if w <= 64 else np.uint64
     if op == "add":
-        if t == "f32":  # atom.add.f32 flushes subnormal inputs and results (PTX ISA 9.0 §9.7.13.5)
-            return lambda o, b: _f32_ftz(_f32_ftz(o.view(np.float32)) + _f32_ftz(b.view(np.float32))).view(u)
+        if t == "f32":
+            add = _alu_fn("add.rn.f32")
+            addz = _alu_fn("add.rn.ftz.f32")
+
+            def add32(o, b, ftz=True):
+                return (addz if ftz else add)(o, b)[0]
+            return add32
         if t == "f64":
             return lambda o, b: (o.view(np.float64) + b.view(np.float64)).view(u)
-        if t == "f16":
-            return lambda o, b: (o.view(np.float16) + b.view(np.float16)).view(u)
-        if t == "bf16":
-            return lambda o, b: _bf16_round(_bf16_f32(o) + _bf16_f32(b))
-        if t in ("f16x2", "bf16x2"):
-            half = "f16" if t == "f16x2" else "bf16"
-            one = _atom_fn("add", half, ins)
-            return lambda o, b: (one((o & 0xFFFF).astype(np.uint16), (b & 0xFFFF).astype(np.uint16)).astype(u)
-                                 | (one((o >> 16).astype(np.uint16), (b >> 16).astype(np.uint16)).astype(u) << 16))
+        if t in _ATOM_HALF:
+            f = _alu_fn(f"add.rn.{t}")
+            return lambda o, b: f(o, b)[0]
         return lambda o, b: (o + b).astype(u)
     if op in ("min", "max"):
+        if t in _ATOM_HALF:
+            f = _alu_fn(f"{op}.{t}")
+            return lambda o, b: f(o, b)[0]
         pick = np.minimum if op == "min" else np.maximum
         if t.startswith("s"):
             s = _S[w]
@@ -1817,59 +1989,109 @@ def _atom_fn(op: str, t: str, ins: Instruction) -> Callable:
     if op == "exch":
         return lambda o, b: b
     if op == "cas":
+        if w == 128:  # both 64-bit words compared
+            return lambda o, b, cc: np.where((o == b).all(axis=1)[:, None], cc, o)
         return lambda o, b, cc: np.where(o == b, cc, o).astype(u)
     raise PtxUnsupported(f"{ins.name}: atomic operation .{op}", rule="atomic operations", ref="PTX ISA 9.0 §9.7.13.5")
 
 
-def _bf16_f32(x: np.ndarray) -> np.ndarray:
-    return (x.astype(np.uint32) << 16).view(np.float32)
-
-
 _ATOM_OPS = ("add", "min", "max", "inc", "dec", "and", "or", "xor", "exch", "cas")
+_REF_ATOM = "PTX ISA 9.0 §9.7.13.5"
+
+
+def _atom_check(ins: Instruction, op: str, t: str, vec: int, space: str) -> None:
+    """The forms of atom/red simtc executes: scalar atomics of 16 (cas), 32, 64 and 128 (exch, cas) bits and
+    the sm_90 vector forms (add of .v2/.v4 f32; add/min/max of .v2-.v8 f16/bf16 and .v2/.v4 f16x2/bf16x2,
+    global memory only)."""
+    w = _width(t)
+    if vec != 1:
+        ok = ((t == "f32" and op == "add" and vec in (2, 4)) or (t in ("f16", "bf16") and op in ("add", "min", "max")
+              and vec in (2, 4, 8)) or (t in ("f16x2", "bf16x2") and op in ("add", "min", "max") and vec in (2, 4)))
+        if not ok or space not in ("global", "generic"):
+            raise PtxUnsupported(f"{ins.name}: not a vector atomic form (.add .v2/.v4 .f32; .add/.min/.max .v2-.v8 "
+                                 ".f16/.bf16 or .v2/.v4 .f16x2/.bf16x2; global memory)", rule="atomic operand kinds",
+                                 ref=_REF_ATOM)
+    if w == 128 and op not in ("exch", "cas"):
+        raise PtxUnsupported(f"{ins.name}: .b128 atomics are exch and cas", rule="atomic operations", ref=_REF_ATOM)
+    if w == 16 and t in ("b16", "u16", "s16") and op != "cas":
+        raise PtxUnsupported(f"{ins.name}: 16-bit integer atomics are cas only", rule="atomic operations",
+                             ref=_REF_ATOM)
 
 
 @handler("atom", "red")
 def _atom(ins: Instruction, c: _Compiler):
     space, vec, t = _mem_mods(ins)
-    if vec != 1:
-        raise PtxUnsupported(f"{ins.name}: vector atomics", rule="atomic operand kinds", ref="PTX ISA 9.0 §9.7.13.5")
     op = next((m for m in ins.modifiers if m in _ATOM_OPS), None)
     if op is None:
-        raise PtxUnsupported(f"{ins.name}: no atomic operation", rule="atomic operations", ref="PTX ISA 9.0 §9.7.13.5")
+        raise PtxUnsupported(f"{ins.name}: no atomic operation", rule="atomic operations", ref=_REF_ATOM)
+    _atom_check(ins, op, t, vec, space)
     ops = list(ins.operands)
     if ins.opcode == "atom":
-        wr = c.putter(ops[0], t)
+        d = ops[0]
+        puts = [c.putter(x, t) for x in (d.items if isinstance(d, Vector) else [d])]
         ops = ops[1:]
     else:
-        wr = None
+        puts = []
     addr = c.address(ops[0], space)
-    rb = c.reader(ops[1], t)
+    b = ops[1]
+    rbs = [c.reader(x, t) for x in (b.items if isinstance(b, Vector) else [b])]
+    if len(rbs) != vec or (puts and len(puts) != vec):
+        raise PtxUnsupported(f"{ins.name}: .v{vec} takes {vec}-element vectors", rule="vector operands",
+                             ref=_REF_ATOM)
     rc = c.reader(ops[2], t) if op == "cas" else None
     fn = _atom_fn(op, t, ins)
-    size = _width(t) // 8
-    u = _U[_width(t)]
+    w8 = _width(t)
+    esize = w8 // 8
+    size = esize * vec
+    u = _U[w8] if w8 <= 64 else np.uint64
+    ftz_f32 = op == "add" and t == "f32"
+    shared_tag = WINDOWS["shared"] >> 40
+
+    def apply(old, bv, cv, a):
+        if cv is not None:
+            return fn(old, bv, cv)
+        if vec != 1:  # element by element (each element is its own atomic access, PTX ISA 9.0 §9.7.13.5)
+            o, bb = old.reshape(-1), bv.reshape(-1)
+        else:
+            o, bb = old, bv
+        if ftz_f32:  # flushed on global memory only
+            if space == "shared":
+                r = fn(o, bb, False)
+            elif space == "generic":
+                sh = np.repeat((a >> np.uint64(40)) == np.uint64(shared_tag), vec)
+                r = np.where(sh, fn(o, bb, False), fn(o, bb, True))
+            else:
+                r = fn(o, bb, True)
+        else:
+            r = fn(o, bb)
+        return np.asarray(r).reshape(old.shape)
 
     def body(w, f, e, m, full):
         a = addr(f)
         lanes = m.nonzero()[0]
-        bv = rb(f)[lanes]
+        bv = rbs[0](f)[lanes] if len(rbs) == 1 else np.stack([r(f)[lanes] for r in rbs], axis=1)
         cv = rc(f)[lanes] if rc is not None else None
         aa = a[lanes]
         if np.unique(aa).size == aa.size:  # one lane per address: all at once
-            old = _load(space, w, f, a, m, size).view(u).reshape(-1)
-            new = fn(old, bv, cv) if cv is not None else fn(old, bv)
+            old = _load(space, w, f, a, m, size).view(u).reshape(bv.shape)
+            new = apply(old, bv, cv, aa)
             _store(space, w, f, a, m, np.ascontiguousarray(new.astype(u)).view(np.uint8).reshape(-1, size))
         else:  # lanes in order (simtc's order; PTX leaves it unspecified)
-            old = np.empty(lanes.size, u)
+            old = np.empty(bv.shape, u)
+            one_shape = (1, *bv.shape[1:])
             for k, lane in enumerate(lanes.tolist()):
                 one = np.zeros(32, bool)
                 one[lane] = True
-                o = _load(space, w, f, a, one, size).view(u).reshape(-1)
-                n = fn(o, bv[k:k + 1], cv[k:k + 1]) if cv is not None else fn(o, bv[k:k + 1])
+                ok = _load(space, w, f, a, one, size).view(u).reshape(one_shape)
+                n = apply(ok, bv[k:k + 1], cv[k:k + 1] if cv is not None else None, aa[k:k + 1])
                 _store(space, w, f, a, one, np.ascontiguousarray(n.astype(u)).view(np.uint8).reshape(1, size))
-                old[k] = o[0]
-        if wr is not None:
-            wr(f, old, m)
+                old[k] = ok[0]
+        if puts:
+            if len(puts) == 1:
+                puts[0](f, old, m)
+            else:
+                for j, put in enumerate(puts):
+                    put(f, np.ascontiguousarray(old[:, j]), m)
     return body
 
 
