@@ -85,3 +85,42 @@ def test_timing_flags_need_flashmla(argv, msg, capsys):
 
     assert main(argv) == 2
     assert msg in capsys.readouterr().err
+
+
+HELD_OUT = DATA / "flashmla_h200_sm90_timing_held_out.json"
+PROFILES = DATA / "ncu" / "profiles_flashmla_h200_sm90_held_out.csv"
+
+
+def test_the_held_out_recording_is_the_set_asked_for():
+    meta, rows = ft.load_timing(HELD_OUT)
+    assert [r.shape for r in rows] == list(ft.HELD_OUT_SHAPES) and meta["set"] == "held-out"
+    assert not {s.name for s in ft.HELD_OUT_SHAPES} & {s.name for s in (*ft.TIMING_SHAPES, *ft.FIXED_SHAPES)}
+    assert sum(r.shape.b <= 8 for r in rows) >= 5 and {r.shape.s_q for r in rows} == {1, 2, 3, 4}
+    assert min(r.shape.topk for r in rows) == 1024 and max(r.shape.topk for r in rows) == 32768
+    # built from a `git archive` of 9241ae3 (tests/data/README_h200_held_out.md), so the build saw no git checkout
+    assert meta["flashmla_commit"] == "unknown (not a git checkout)" and "H200" in meta["device"]
+    assert meta["nvcc"].startswith("Build cuda_13.0")
+    for r in rows:
+        assert r.repeats == 30 and r.call_p10_ms <= r.call_ms <= r.call_p90_ms
+        assert r.sched_ms + r.splitkv_ms + r.combine_ms == pytest.approx(r.call_ms, rel=0.05)
+        assert r.num_sm_parts == max(132 // r.shape.s_q, 1)
+
+
+def test_nsight_compute_over_ten_shapes_in_one_process():
+    """profile_calls: two split-KV launches per shape in order; the second of each is the one kept. Its grid is the
+    shape's (1, s_q, num_sm_parts), its duration 2.5 to 6.8 us below the CUDA-event span of the timed calls (the
+    events also hold the launch: predict's fixed split-KV cost, 3.9 us, is of that size), and the clock below the
+    1,980 MHz boost."""
+    every = ft.ncu_summaries(PROFILES)
+    kept = ft.ncu_summaries(PROFILES, every=2, keep=1)
+    assert len(every) == 2 * len(ft.PROFILE_SHAPES) and len(kept) == len(ft.PROFILE_SHAPES)
+    timed = {r.shape.name: r for path in (REC, HELD_OUT) for r in ft.load_timing(path)[1]}
+    for name, s in zip(ft.PROFILE_SHAPES, kept, strict=True):
+        sh = ft.shape_named(name)
+        assert s["kernel"] == "flash_fwd_splitkv_mla_fp8_sparse_kernel"
+        assert s["grid"] == f"(1, {sh.s_q}, {132 // sh.s_q})"
+        row = timed[name]
+        assert 0 < row.splitkv_ms - s["duration_ns"] * 1e-6 < 0.008, name  # 2.5 to 6.8 us: the launch, the events
+        assert 1.6e9 < s["sm_clock_hz"] < 1.98e9
+        assert {"sm__cycles_active.sum", "l1tex__data_pipe_lsu_wavefronts.sum"} <= set(s["counters"])
+    assert sum(ft.shape_named(n).b <= 8 for n in ft.PROFILE_SHAPES) >= 5

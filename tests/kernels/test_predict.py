@@ -78,8 +78,8 @@ def test_cli_json(capsys):
 
 
 def test_s_k_counts_a_batchs_repeated_rows_once(capsys):
-    """Two queries of a batch drawing 16,384 of 32,768 tokens each share a quarter of their rows: the DRAM
-    utilization is 3/4 of the no-repeat figure; the time does not change (every row is charged to HBM)."""
+    """Two queries of a batch drawing 4,096 of 8,192 tokens each share a quarter of their rows: the DRAM
+    utilization's KV part is 3/4 of the no-repeat figure; the time does not change (every row is charged to HBM)."""
     from simtc.cli import main
     from simtc.kernels.flashmla.predict import dram_fraction
 
@@ -87,7 +87,8 @@ def test_s_k_counts_a_batchs_repeated_rows_once(capsys):
     a = predict("flashmla-sm90", "v32", 8, 2, 4096, band=False)
     b = predict("flashmla-sm90", "v32", 8, 2, 4096, s_k=8192, band=False)
     assert b["seconds"] == a["seconds"] and b["s_k"] == 8192 and a["s_k"] is None
-    assert b["utilization"]["dram"] == pytest.approx(a["utilization"]["dram"] * 0.75, abs=1e-3)
+    # the KV rows count 3/4; each request's Q tile (read once, 72 KiB of the ~6 MB) does not repeat
+    assert a["utilization"]["dram"] * 0.75 < b["utilization"]["dram"] < a["utilization"]["dram"] * 0.77
     assert main(["predict", "flashmla-sm90", "--b", "8", "--s-q", "2", "--topk", "4096", "--s-k", "8192",
                  "--no-band", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["dram_fraction"] == 0.75

@@ -29,33 +29,34 @@ def test_fixed_costs_are_the_fit_of_their_recording():
 @pytest.fixture(scope="module")
 def comparison():
     out = []
-    for r in _rows("flashmla_h200_sm90_timing.json"):
-        p = predict("flashmla-sm90", r["model"], r["b"], r["s_q"], r["topk"], band=False)
-        out.append((r, p, p["seconds"] / (r["call_ms"] * 1e-3) - 1))
+    for name in ("flashmla_h200_sm90_timing.json", "flashmla_h200_sm90_timing_held_out.json"):
+        for r in _rows(name):
+            p = predict("flashmla-sm90", r["model"], r["b"], r["s_q"], r["topk"], s_k=r["s_k"], band=False)
+            out.append((r, p, p["seconds"] / (r["call_ms"] * 1e-3) - 1))
     return out
 
 
+@pytest.mark.slow
 def test_predictions_meet_the_measured_calls(comparison):
-    """Held-out calls (never fitted on): within 15% of the H200 wherever b x s_q >= 64 and within 25% below that, for
-    both models. The L1 mechanisms (simtc.engine.l1: the data-pipe wavefronts of a gather by its lanes' bank
-    conflicts, the miss path per line) are fitted on the L1 probe's Nsight Compute counts and timings, not on these
-    calls. Today: -14% to +10%."""
+    """26 held-out calls of two recordings (never fitted on), both models, b = 1 to 264: where the model stands.
+    Every call within 13% (today -11.9% to +2.5%), the small ones (b x s_q <= 4: launch- and prologue-bound, the
+    busy-SM share and the fixed costs at work) within 5%; the rest are predicted fast by 4-12% (mean -6.7%): the
+    split-KV kernel's steady cycles per block, 5,353 (V32) / 5,406 (MODEL1) in the engine against 5,834 / 6,072
+    active cycles a block in Nsight Compute. The targets (7% each, mean within 3%) are not met."""
+    assert len(comparison) == 26 and {r["model"] for r, _, _ in comparison} == {"v32", "model1"}
     for r, _, err in comparison:
-        big = r["b"] * r["s_q"] >= 64
-        assert abs(err) <= (0.15 if big else 0.25), (r["name"], err)
-    assert {r["model"] for r, _, _ in comparison} == {"v32", "model1"} and len(comparison) >= 10
+        assert abs(err) <= 0.13, (r["name"], err)
+        if r["b"] * r["s_q"] <= 4:
+            assert abs(err) <= 0.05, (r["name"], err)
+    mean = sum(e for _, _, e in comparison) / len(comparison)
+    assert -0.09 < mean < -0.04
 
 
-def test_predicted_utilizations_beside_nsight_compute():
-    """Issue slots, the tensor pipe, L1/TEX and DRAM within 12 points of Nsight Compute at the three profiled shapes
-    (DRAM counts each batch's repeated rows once: predict's s_k, the timing shapes' 32,768)."""
-    from simtc.hw.flashmla_timing import TIMING_SHAPES, ncu_summary
-
-    paths = sorted((DATA / "ncu").glob("flashmla_h200_sm90_*.csv"))
-    assert len(paths) >= 3
-    for path in paths:
-        s = ncu_summary(path)
-        shape = next(t for t in TIMING_SHAPES if t.name == path.stem.replace("flashmla_h200_sm90_", ""))
-        p = predict("flashmla-sm90", shape.model, shape.b, shape.s_q, shape.topk, s_k=shape.s_k, band=False)
-        for k in ("issue", "tensor_pipe", "l1tex", "dram"):
-            assert abs(p["utilization"][k] - s["utilization"][k]) < 0.12, (path.stem, k)
+@pytest.mark.slow
+def test_the_kernel_part_is_where_the_error_is(comparison):
+    """The split-KV span carries the bias: predicted against its own CUDA-event span it is fast wherever the
+    kernel is long, while the fixed costs (fitted on the small calls) hold the small calls."""
+    for r, p, _ in comparison:
+        kern = p["parts"]["splitkv_s"] / (r["splitkv_ms"] * 1e-3) - 1
+        if r["splitkv_ms"] > 0.1:
+            assert -0.15 < kern < -0.02, (r["name"], kern)
