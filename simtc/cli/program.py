@@ -13,9 +13,18 @@ Whole kernels take ``--model v32|model1`` and ``--blocks N``: ``simtc program fl
 --blocks 2`` is FlashMLA's SM100 head64 kernel for a 2-block request, as the replay builds it;
 ``flashmla-head64-v32`` (the name a replay's timeline shows) and ``flashmla-sm90[-v32|-model1]`` likewise
 (:mod:`simtc.kernels.registry`).
+
+``simtc program diff flashmla-head64 --executed [--flashmla DIR] [--model M] [--blocks N] [--seed S] [--json]`` runs
+FlashMLA's own compiled head64 kernel in simtc (:mod:`simtc.kernels.flashmla.executed_head64`; the checkout from
+``--flashmla`` or ``$SIMTC_FLASHMLA_DIR``) on ``N`` blocks of random inputs, records block (0,0,0), and prints every
+difference between its asynchronous operations and the hand Program's, per role and in order (opcode, every
+descriptor field, instruction-descriptor bits, TMEM addresses and shapes, barriers, phases, tx bytes, TMA boxes and
+coordinates, named barriers); ``docs/kernel.md`` explains each one.
 """
 
 from __future__ import annotations
+
+import argparse
 
 from simtc.cli._common import add_output_options, emit, int_in
 
@@ -32,7 +41,16 @@ def register(sub) -> None:
     p = sub.add_parser("program", help="list, show and export kernel programs (records per warp role)",
                        description="Show a kernel Program: its warp roles and their instruction records. NAME is a "
                                    "registered program (see --list) or a JSON file written by --json.")
-    p.add_argument("program", nargs="?", metavar="NAME|FILE.json", help="a registered program name or a JSON file")
+    p.add_argument("program", nargs="?", metavar="NAME|FILE.json", help="a registered program name or a JSON file "
+                   "(or 'diff' followed by a program: see --executed)")
+    p.add_argument("target", nargs="?", metavar="PROGRAM", help=argparse.SUPPRESS)
+    p.add_argument("--executed", action="store_true",
+                   help="with 'diff flashmla-head64': hold the hand Program against FlashMLA's own compiled kernel "
+                        "executed in simtc (needs --flashmla DIR or SIMTC_FLASHMLA_DIR, and nvcc)")
+    p.add_argument("--flashmla", metavar="DIR", default=None,
+                   help="a FlashMLA checkout for diff --executed (default: $SIMTC_FLASHMLA_DIR)")
+    p.add_argument("--seed", type=int_in(0, 2**31 - 1, "--seed is a non-negative integer"), default=0,
+                   help="diff --executed: the random inputs' seed (default 0)")
     p.add_argument("--list", action="store_true", help="list the registered programs, one entry each")
     p.add_argument("--ptx", action="store_true", help="print the PTX listing instead of the picture")
     p.add_argument("--schema", action="store_true",
@@ -104,9 +122,40 @@ def list_lines(listing: dict[str, str], width: int) -> list[str]:
     return out
 
 
+def _diff(args) -> int:
+    from simtc.cli._common import UsageError
+
+    if args.target not in ("flashmla-head64", "flashmla-head64-v32", "flashmla-head64-model1"):
+        raise UsageError(f"simtc program diff: {args.target or 'a program'}: only flashmla-head64 can be diffed "
+                         "against its executed kernel (simtc program diff flashmla-head64 --executed)",
+                         rule="command-line usage")
+    if not args.executed:
+        raise UsageError("simtc program diff flashmla-head64 needs --executed (the kernel FlashMLA's checkout "
+                         "compiles, run in simtc)", rule="command-line usage")
+    if args.ptx or args.list or args.schema:
+        raise UsageError("diff takes no --ptx, --list or --schema", rule="command-line usage")
+    fixed = args.target.rsplit("-", 1)[1] if args.target.count("-") == 2 else None
+    if fixed and args.model and args.model != fixed:
+        raise UsageError(f"{args.target} is the {fixed} kernel; --model {args.model} contradicts it",
+                         rule="command-line usage")
+    model = args.model or fixed or "v32"
+    from simtc.kernels.flashmla.executed_head64 import executed_diff
+    from simtc.render.lines import LinesView
+
+    d = executed_diff(args.flashmla, model, args.blocks or 2, args.seed)
+    return emit(args, data=d.to_json(), view=LinesView(lambda width: d.lines()),
+                title=f"simtc program diff {args.target} --executed")
+
+
 def run(args) -> int:
     from simtc.cli._common import UsageError
     from simtc.kernels import registry
+
+    if args.program == "diff":
+        return _diff(args)
+    if args.target or args.executed or args.flashmla:
+        raise UsageError("a second program, --executed and --flashmla belong to 'simtc program diff "
+                         "flashmla-head64 --executed'", rule="command-line usage")
 
     if args.schema:
         if args.program or args.list or args.ptx or args.model or args.blocks or args.json \
