@@ -11,9 +11,9 @@ this same text.
 
 **Its two parameters, built as FlashMLA's host code builds them.** The kernel is
 ``flash_fwd_splitkv_mla_fp8_sparse_kernel(__grid_constant__ const SparseAttnDecodeParams params,
-__grid_constant__ const TmaParams tma_params)`` (``kernel.cuh`` L883-886 at ``9241ae3``):
+__grid_constant__ const TmaParams tma_params)`` (``kernel.cuh`` L852-853 at ``9241ae3``):
 
-* ``SparseAttnDecodeParams`` (``csrc/params.h`` L73-115): filled field by field with the values
+* ``SparseAttnDecodeParams`` (``csrc/params.h`` L63-103): filled field by field with the values
   ``sparse_attn_decode_interface`` gives them (``csrc/api/sparse_decode.h`` L385-415 and L441-466: shapes,
   ``sm_scale * LOG_2_E`` in float32 with ``LOG_2_E = 1.44269504f`` (``csrc/api/common.h`` L12), the tensors'
   strides in elements, the split-KV buffers ``lse_accum`` / ``o_accum`` of ``b + num_sm_parts`` splits) at the
@@ -22,13 +22,13 @@ __grid_constant__ const TmaParams tma_params)`` (``kernel.cuh`` L883-886 at ``92
   error, never a silent zero.
 * ``TmaParams`` (``kernel.cuh`` L939-950): the two CuTe TMA copies (``tma_Q_SW128``, ``tma_O``, with their
   ``shape_*`` tuples) are made by CuTe itself: the probe calls ``cute::make_tma_copy`` with the arguments of
-  ``kernel.cuh`` L893-917 (the real device addresses and strides) and records each ``cuTensorMapEncodeTiled``
+  ``kernel.cuh`` L870-894 (the real device addresses and strides) and records each ``cuTensorMapEncodeTiled``
   call it makes instead of calling the driver; its byte image of the struct comes back with the 128 bytes of
   each descriptor left for simtc, which encodes the recorded arguments with
   :func:`simtc.ptx.tensor_map.tensor_map` (simtc's own encoding of the opaque ``CUtensorMap``). The three
   ``ku::make_tensor_map`` maps (Q RoPE SW64, KV NoPE as int64 words, KV RoPE) are encoded here with the
-  arguments of ``kernel.cuh`` L919-937 (:func:`kerutils_tensor_maps`); the two "extra" KV maps stay zero
-  (no extra cache: ``extra_topk == 0``, L936).
+  arguments of ``kernel.cuh`` L896-933 (:func:`kerutils_tensor_maps`); the two "extra" KV maps stay zero
+  (no extra cache: ``extra_topk == 0``, L935-937).
 * The scheduler metadata (``tile_scheduler_metadata``, ``num_splits``): ``get_mla_metadata_kernel``'s result
   (:func:`simtc.kernels.flashmla.schedule.sched_meta`, the Python port of
   ``csrc/smxx/decode/get_decoding_sched_meta/get_decoding_sched_meta.cu``) for ``num_sm_parts`` parts.
@@ -39,7 +39,7 @@ __grid_constant__ const TmaParams tma_params)`` (``kernel.cuh`` L883-886 at ``92
   does.
 
 The launch (:func:`run_head64`) goes through :mod:`simtc.cuda` (device arrays, ``RawModule``, the dynamic shared
-memory raised to ``sizeof(SharedMemoryPlan)`` as ``cudaFuncSetAttribute`` does at L955) and, when a CTA is to be
+memory raised to ``sizeof(SharedMemoryPlan)`` as ``cudaFuncSetAttribute`` does at L956) and, when a CTA is to be
 recorded, :class:`simtc.ptx.recording.Recorder`: the recorded CTA becomes an engine Program of the same record
 classes the hand Program uses.
 
@@ -71,7 +71,7 @@ __all__ = ["KERNEL_SOURCE", "LOG_2_E", "PROBE_SOURCE", "ExecutedHead64", "Head64
            "checkout_from", "head64_ptx", "kerutils_tensor_maps", "probe", "run_head64", "sched_arrays"]
 
 _RULE = "simtc builds FlashMLA's head64 kernel from a FlashMLA checkout (--flashmla DIR or SIMTC_FLASHMLA_DIR)"
-_HOST = "FlashMLA 9241ae3 csrc/sm100/decode/head64/kernel.cuh L888-962 (KernelTemplate::run)"
+_HOST = "FlashMLA 9241ae3 csrc/sm100/decode/head64/kernel.cuh L858-961 (KernelTemplate::run)"
 _API = "FlashMLA 9241ae3 csrc/api/sparse_decode.h L385-466 (sparse_attn_decode_interface)"
 LOG_2_E = np.float32(1.44269504)
 """``LOG_2_E`` of FlashMLA ``csrc/api/common.h`` L12 (a float): ``sm_scale_div_log2 = sm_scale * LOG_2_E``."""
@@ -313,7 +313,7 @@ def _pack(layout: Mapping, values: Mapping[str, object], what: str) -> bytes:
 
 def kerutils_tensor_maps(m: Head64Model, *, q: int, kv: int, s_q: int, b: int, q_strides: tuple[int, int, int],
                          num_blocks: int, stride_kv_block: int) -> dict[str, bytes]:
-    """The three maps ``KernelTemplate::run`` makes with ``ku::make_tensor_map`` (``kernel.cuh`` L919-934, strides in
+    """The three maps ``KernelTemplate::run`` makes with ``ku::make_tensor_map`` (``kernel.cuh`` L896-933, strides in
     bytes, element strides 1, interleave none, OOB fill none: kerutils ``host/host.h`` L82-95), encoded by
     :func:`simtc.ptx.tensor_map.tensor_map`; ``q``/``kv``: device addresses, ``q_strides`` in elements."""
     from simtc.ptx.tensor_map import tensor_map
@@ -321,13 +321,13 @@ def kerutils_tensor_maps(m: Head64Model, *, q: int, kv: int, s_q: int, b: int, q
     sqb, sqs, sqh = q_strides
     rows = num_blocks * (stride_kv_block // m.tma_k_stride)
     out = {}
-    if m.v32:  # L921-931: D_Q_SW64 = 64 (V32 only; MODEL1 leaves the map zero)
+    if m.v32:  # L896-908: D_Q_SW64 = 64 (V32 only; MODEL1 leaves the map zero)
         out["tensor_map_q_sw64"] = tensor_map("BFLOAT16", 5, q + 2 * 512, (64, B_H, 2, s_q, b),
                                               (2 * sqh, 2 * 32, 2 * sqs, 2 * sqb), (32, B_H, 2, 1, 1), (1,) * 5,
                                               swizzle="SWIZZLE_64B", l2_promotion="L2_128B")
     out["tensor_map_kv_nope"] = tensor_map("INT64", 2, kv, (m.d_nope // 8, rows), (m.tma_k_stride,),
                                            (m.d_nope // 8, 1), (1, 1), swizzle="SWIZZLE_NONE", l2_promotion="L2_128B")
-    k_rope_sw = 64 if m.v32 else 128  # K_ROPE_SW (config.h L62)
+    k_rope_sw = 64 if m.v32 else 128  # K_ROPE_SW (config.h L55)
     out["tensor_map_kv_rope"] = tensor_map("BFLOAT16", 2, kv + (m.d_nope + 16 if m.v32 else m.d_nope),
                                            (64, rows), (m.tma_k_stride,), (k_rope_sw // 2, 1), (1, 1),
                                            swizzle="SWIZZLE_64B" if m.v32 else "SWIZZLE_128B", l2_promotion="L2_128B")
@@ -535,3 +535,430 @@ def _execute(lau: Head64Launch, record, max_instructions):
         res = launch(k.module, fn.name, grid=lau.grid, block=lau.block, args=packed, shared_mem=lau.shared_mem,
                      device=default_device(), options=LaunchOptions(recorder=rec, **opts))
     return res, rec.program(f"flashmla-head64-{lau.model.name}-executed")
+
+
+# ---- the executed kernel's records against the hand Program's ---------------------------------------------------
+COMPARED = ("Alloc", "Dealloc", "RelinquishAllocPermit", "Cp", "Mma", "Commit", "Ld", "St", "WaitLd", "WaitSt",
+            "FenceBeforeThreadSync", "FenceAfterThreadSync", "MbarrierInit", "MbarrierArrive",
+            "MbarrierArriveExpectTx", "MbarrierTryWait", "CpAsyncBulkTensor", "CpAsyncBulkTensorStore", "CpAsyncBulk",
+            "BulkCommitGroup", "BulkWaitGroupRead", "BarSync", "BarArrive", "FenceProxyAsync")
+"""The record classes compared, per role and in order: every asynchronous, tensor-memory and synchronising
+operation. CUDA-core work (:class:`~simtc.isa.cuda_core.CudaCoreBlock`) and the hand Program's explicit
+shared-memory loads and stores (:class:`~simtc.isa.shared.LdShared` / ``StShared``, which the recording keeps inside
+its CUDA-core blocks as byte ranges) are not compared record by record."""
+_IGNORED_FIELDS = frozenset(("label",))
+
+
+def _value(v, bars: Mapping[str, str]):
+    """A record field as plain JSON: descriptors as their fields and their encoded word, barriers by name."""
+    import attrs
+
+    from simtc.isa.idesc import InstrDescriptor
+    from simtc.smem.desc import SmemDescriptor
+
+    if isinstance(v, SmemDescriptor):
+        return {"word": v.hex(), **{a.name: getattr(v, a.name) for a in attrs.fields(SmemDescriptor)}}
+    if isinstance(v, InstrDescriptor):
+        return {"word": v.hex(), **{a.name: getattr(v, a.name) for a in attrs.fields(InstrDescriptor)}}
+    if isinstance(v, str):
+        return bars.get(v, v)
+    if isinstance(v, tuple):
+        return [_value(x, bars) for x in v]
+    if isinstance(v, np.integer | np.floating | np.bool_):
+        return v.item()
+    return v
+
+
+def normalized(rec, bars: Mapping[str, str] | None = None, *, warp: int = 0,
+               tensors: Mapping[str, str] | None = None) -> dict:
+    """A record as ``{"op": class name, field: value ...}`` (see :func:`_value`) for warp ``warp`` of its role:
+    ``bars`` renames barriers (the recording's ``mbar@<address>`` to the hand Program's names), ``tensors`` the
+    recording's tensors (``global@<address>``) to the hand Program's. Where the two Programs say one thing two ways,
+    one way is kept: a ``tcgen05.ld``/``st`` by the absolute first TMEM lane the warp touches (``lane0``; the
+    register names are the replay's own), a named barrier by the id this warp gives (the hand Program's
+    ``warp_ids``), a one-thread ``mbarrier.arrive`` (the recording's zero-byte ``arrive.expect_tx``, as the engine
+    counts arrivals) as an arrival of count 1, a TMA store without its ``issuing_warp`` (kept only for that warp)."""
+    import attrs
+
+    bars = bars or {}
+    op = type(rec).__name__
+    out = {"op": op}
+    for a in attrs.fields(type(rec)):
+        if a.name not in _IGNORED_FIELDS:
+            out[a.name] = _value(getattr(rec, a.name), bars)
+    if op in ("Ld", "St"):
+        out["lane0"] = rec.lane0(warp)
+        for k in ("dst", "src", "lane_base"):
+            out.pop(k, None)
+    elif op in ("BarSync", "BarArrive"):
+        ids = out.pop("warp_ids", None) or ()
+        if ids:
+            out["id"] = ids[warp % len(ids)]
+    elif op == "MbarrierArriveExpectTx" and out.get("tx_bytes") == 0:
+        out = {"op": "MbarrierArrive", "bar": out["bar"], "count": 1, "state": out.get("state", "")}
+    elif op == "CpAsyncBulkTensorStore":
+        out.pop("issuing_warp", None)
+    if tensors and isinstance(out.get("tensor"), str):
+        out["tensor"] = tensors.get(out["tensor"], out["tensor"])
+    return out
+
+
+def barrier_names(hand, executed) -> dict[str, str]:
+    """The recording's mbarrier names (``mbar@0x...``, by shared-memory address) -> the hand Program's names (its
+    barrier table's addresses; FlashMLA's dynamic shared memory starts at shared address 0, no static shared)."""
+    by_addr = {b.addr: b.name for b in hand.barriers if b.kind == "mbarrier" and b.addr is not None}
+    out = {}
+    for b in executed.barriers:
+        if b.kind == "mbarrier" and b.addr is not None and b.addr in by_addr:
+            out[b.name] = by_addr[b.addr]
+    return out
+
+
+_PER_LANE = frozenset(("MbarrierTryWait", "BulkCommitGroup", "BulkWaitGroupRead"))
+"""Records that repeat in the recording for one operation: the polls of an ``mbarrier.try_wait`` loop, and the
+per-thread copies of a warp-wide bulk-group instruction (``cp.async.bulk.commit_group`` / ``wait_group.read``,
+which the recording keeps once per executing lane). Consecutive identical ones count once."""
+
+
+def _compared(records, bars, *, warp: int = 0, tensors=None) -> list[tuple[int, dict]]:
+    """(index in the role, normalized record) of the compared records of warp ``warp`` (see :data:`_PER_LANE`); a
+    run of ``mbarrier.init`` is sorted by barrier (the kernel's init order is not the plan's address order)."""
+    out: list[tuple[int, dict]] = []
+    for i, r in enumerate(records):
+        if type(r).__name__ not in COMPARED:
+            continue
+        iw = getattr(r, "issuing_warp", None)
+        if iw is not None and iw != warp:
+            continue
+        n = normalized(r, bars, warp=warp, tensors=tensors)
+        if n["op"] in _PER_LANE and out and out[-1][1] == n:
+            continue
+        out.append((i, n))
+    k = 0
+    while k < len(out):
+        j = k
+        while j < len(out) and out[j][1]["op"] == "MbarrierInit":
+            j += 1
+        if j > k + 1:
+            out[k:j] = sorted(out[k:j], key=lambda x: x[1]["bar"])
+        k = j + 1 if j == k else j
+    return out
+
+
+def _key(n: dict) -> tuple:
+    return (n["op"], n.get("bar", ""))
+
+
+def hand_streams(hand, m: Head64Model) -> dict[str, list]:
+    """Per role, the hand Program's records framed as the replay runs them (``head64.py`` module text): warp 0's
+    setup first (``mbarrier.init`` of the barrier table, :func:`~simtc.kernels.flashmla.head64.setup_records`), the
+    CTA barrier after it (``__syncthreads``, ``kernel.cuh`` L67) for every role, and after the roles the per-request
+    ``everyone_sync`` (L116) for every role and warp 0's ``tcgen05.dealloc`` (L425)."""
+    from simtc.isa.mbarrier import MbarrierInit
+    from simtc.isa.sync import BarSync
+    from simtc.isa.tcgen05 import Dealloc
+    from simtc.kernels.flashmla.constants import TMEM_COLUMNS
+    from simtc.kernels.flashmla.head64 import setup_records
+    from simtc.kernels.flashmla.models import NAMED_BARRIERS
+
+    everyone = BarSync(*NAMED_BARRIERS["everyone_sync"])
+    out = {}
+    for role in hand.roles:
+        pre, post = [BarSync(0, NUM_THREADS)], [everyone]
+        if 0 in role.warps:
+            inits = [MbarrierInit(b.name, b.count) for b in hand.barriers if b.kind == "mbarrier"]
+            pre = [*inits, *setup_records(m), *pre]
+            post = [*post, Dealloc(0, TMEM_COLUMNS)]
+        out[role.name] = [*pre, *role.records, *post]
+    return out
+
+
+def diff_programs(hand, executed, sources: Mapping | None = None, *, m: Head64Model | None = None,
+                  tensors: Mapping[str, str] | None = None) -> list:
+    """Per role of ``hand`` and warp of the role, against that warp's executed records, the differences of the two
+    record streams in order (:func:`hand_streams`, :func:`normalized`): each is ``{"role", "warp", "kind": "field" |
+    "only_hand" | "only_executed", "op", "hand", "executed", "field", "hand_value", "executed_value", "source",
+    "why"}`` (indices into each side's stream; ``source``: the executed record's PTX and CUDA lines; ``why``: the
+    ``docs/kernel.md`` explanation that covers it, :func:`explain`, or None)."""
+    import difflib
+
+    m = model(m or hand.name.rsplit("-", 1)[-1])
+    bars = barrier_names(hand, executed)
+    streams = hand_streams(hand, m)
+    out = []
+    for role, w in ((r, w) for r in hand.roles for w in r.warps):
+        ex = next((r for r in executed.roles if w in r.warps), None)
+        if ex is None:
+            out.append({"role": role.name, "warp": w, "kind": "only_hand", "op": "(role)", "hand": None,
+                        "executed": None, "field": None, "hand_value": None,
+                        "executed_value": f"warp {w} issued nothing", "source": None, "why": None})
+            continue
+        a = _compared(streams[role.name], bars, warp=w)
+        b = _compared(ex.records, bars, warp=w, tensors=tensors)
+        sm = difflib.SequenceMatcher(a=[_key(n) for _, n in a], b=[_key(n) for _, n in b], autojunk=False)
+
+        def src(j, ex=ex, b=b):
+            s = (sources or {}).get((ex.name, b[j][0]))
+            return s.to_json() if s is not None and hasattr(s, "to_json") else None
+
+        def add(d):
+            d["why"] = explain(d)
+            out.append(d)
+
+        for tag, i1, i2, j1, j2 in sm.get_opcodes():
+            if tag == "equal":
+                for k in range(i2 - i1):
+                    (ia, na), (jb, nb) = a[i1 + k], b[j1 + k]
+                    for f in sorted(set(na) | set(nb)):
+                        if na.get(f) != nb.get(f):
+                            add({"role": role.name, "warp": w, "executed_role": ex.name, "kind": "field",
+                                 "op": na["op"], "hand": ia, "executed": jb, "field": f, "hand_value": na.get(f),
+                                 "executed_value": nb.get(f), "source": src(j1 + k)})
+                continue
+            for k in range(i1, i2):
+                add({"role": role.name, "warp": w, "executed_role": ex.name, "kind": "only_hand", "op": a[k][1]["op"],
+                     "hand": a[k][0], "executed": None, "field": None, "hand_value": a[k][1],
+                     "executed_value": None, "source": None})
+            for k in range(j1, j2):
+                add({"role": role.name, "warp": w, "executed_role": ex.name, "kind": "only_executed",
+                     "op": b[k][1]["op"], "hand": None, "executed": b[k][0], "field": None, "hand_value": None,
+                     "executed_value": b[k][1], "source": src(k)})
+    return out
+
+
+EXPLANATIONS = {
+    "tma-coordinates": "A TMA copy's coordinates: the hand Program names a tile by its byte offset in the tensor "
+                       "(column x 64 rows x 2 B: the executed first coordinate x 128) and a gather4 by its column, "
+                       "its four rows left to the register read from tma_coord (the executed copy carries the four "
+                       "row coordinates the index warp wrote); the executed coordinates of the higher dimensions "
+                       "(query position, batch) are the block's own",
+    "tma-box": "A tile copy's box rows and swizzle: the hand Program leaves them to the tensor map (rows 0, no "
+               "swizzle named); the executed copy carries its map's (Q NoPE: 64 rows, SW128; the 5-D Q RoPE box "
+               "{32, 64, 2}: 128 rows, SW64)",
+    "diverged-everyone-sync": "The per-request everyone_sync (kernel.cuh L116) of the elected warps 4-6: the "
+                              "elected lane reaches it after its role, the other 31 lanes in the empty "
+                              "run_main_loop of L745 -- two bar.sync instructions of one warp, one warp arrival "
+                              "(PTX ISA 9.0 9.7.13.1: the barrier waits for the warp's non-exited threads, then marks "
+                              "the warp's arrival); the recording keeps one record per instruction",
+}
+"""The residual kinds ``docs/kernel.md`` ("FlashMLA's compiled head64 kernel against the hand Program") explains,
+each checked where it is claimed (:func:`explain`)."""
+
+
+def explain(d: Mapping) -> str | None:
+    """The :data:`EXPLANATIONS` key covering difference ``d`` when its claim holds for the two values, or None."""
+    hv, xv, f = d.get("hand_value"), d.get("executed_value"), d.get("field")
+    if d["kind"] == "field" and d["op"] in ("CpAsyncBulkTensor", "CpAsyncBulkTensorStore"):
+        if f == "coords" and isinstance(hv, list) and isinstance(xv, list) and len(hv) == 1 and xv:
+            gather = len(xv) == 5 and d["op"] == "CpAsyncBulkTensor" and d["role"] in ("raw", "rope")
+            if gather and hv[0] == xv[0]:
+                return "tma-coordinates"
+            if not gather and hv[0] == 128 * xv[0] and all(v == 0 for v in xv[1:]):
+                return "tma-coordinates"
+            return None
+        if f == "coord_reg" and isinstance(hv, str) and hv.startswith("coord") and xv == "":
+            return "tma-coordinates"
+        if f == "rows" and hv == 0 and xv in (B_H, 2 * B_H):
+            return "tma-box"
+        if f == "swizzle" and hv == "" and xv in ("SW128", "SW64"):
+            return "tma-box"
+        return None
+    if d["kind"] == "only_executed" and d["op"] == "BarSync" and d["role"] in ("mma", "raw", "rope") \
+            and isinstance(xv, dict) and xv.get("id") == 12 and xv.get("threads") == 384:
+        return "diverged-everyone-sync"
+    return None
+
+
+@frozen(eq=False)
+class ExecutedDiff:
+    """The executed kernel's records against the hand Program's, for one request (:func:`executed_diff`)."""
+
+    model: str
+    blocks: int
+    seed: int
+    rescale: tuple[bool, ...]
+    differences: list
+    hand: object = field(repr=False)
+    executed: object = field(repr=False)
+    run: ExecutedHead64 = field(repr=False)
+
+    def counts(self) -> dict[str, dict[str, int]]:
+        """Per role, the compared records of each side (summed over the role's warps)."""
+        bars = barrier_names(self.hand, self.executed)
+        streams = hand_streams(self.hand, model(self.model))
+        out = {}
+        for role in self.hand.roles:
+            c = {"hand": 0, "executed": 0}
+            for w in role.warps:
+                ex = next((r for r in self.executed.roles if w in r.warps), None)
+                c["hand"] += len(_compared(streams[role.name], bars, warp=w))
+                c["executed"] += len(_compared(ex.records, bars, warp=w)) if ex is not None else 0
+            out[role.name] = c
+        return out
+
+    def to_json(self) -> dict:
+        return {"model": self.model, "blocks": self.blocks, "seed": self.seed,
+                "rescale_blocks": [i for i, r in enumerate(self.rescale) if r], "compared": self.counts(),
+                "differences": self.differences}
+
+    def lines(self) -> list[str]:
+        head = (f"FlashMLA head64 {self.model.upper()}, {self.blocks} block(s), seed {self.seed}: the executed "
+                f"kernel's block (0,0,0) against the hand Program, {len(self.differences)} difference(s)")
+        out = [head]
+        for role, c in self.counts().items():
+            n = sum(1 for d in self.differences if d["role"] == role)
+            out.append(f"  {role:8s} {c['hand']:5d} hand / {c['executed']:5d} executed records compared, {n} differ")
+        for d in self.differences:
+            where = ""
+            if d.get("source"):
+                s = d["source"]
+                where = f"  [PTX {s['ptx_lines'][0]}" + (f" | {s['cuda']}" if s.get("cuda") else "") + "]"
+            if d["kind"] == "field":
+                out.append(f"  {d['role']} w{d['warp']}: {d['op']} (hand #{d['hand']}, executed #{d['executed']}) "
+                           f"{d['field']}: {d['hand_value']!r} -> {d['executed_value']!r}{where}")
+            elif d["kind"] == "only_hand":
+                out.append(f"  {d['role']} w{d['warp']}: only in the hand Program: #{d['hand']} {d['hand_value']}")
+            else:
+                out.append(f"  {d['role']} w{d['warp']}: only executed: #{d['executed']} {d['executed_value']}{where}")
+        return out
+
+
+def tensor_names(lau: Head64Launch) -> dict[str, str]:
+    """The recording's tensor names (``global@<address>``: each tensor map's global address) -> the hand Program's."""
+    m = lau.model
+    q, kv, o = (int(lau.arrays[k].data.ptr) for k in ("q", "kv", "out"))
+    rope = kv + (m.d_nope + 16 if m.v32 else m.d_nope)
+    names = {q: "q_sw128", q + 2 * 512: "q_sw64", kv: "kv_nope", rope: "kv_rope", o: "o"}
+    return {f"global@{a:#x}": n for a, n in names.items()}
+
+
+def executed_diff(checkout=None, model_name: str = "v32", blocks: int = 2, seed: int = 0) -> ExecutedDiff:
+    """Run the kernel on ``make_inputs(model, topk=64 * blocks, seed)`` recording block (0,0,0), build the hand
+    Program for the same request (its rescale flags from the replay's own decision,
+    :func:`simtc.kernels.flashmla.replay.rescale_blocks`) and diff them (:func:`diff_programs`)."""
+    from simtc.kernels.flashmla.head64 import head64_program
+    from simtc.kernels.flashmla.io import make_inputs, request
+    from simtc.kernels.flashmla.replay import rescale_blocks
+
+    m = model(model_name)
+    inp = make_inputs(m, topk=64 * blocks, seed=seed)
+    run = run_head64(checkout, inp, record=(0, 0, 0))
+    rescale = tuple(rescale_blocks(request(inp, 0, 0)))
+    hand = head64_program(m, blocks, rescale)
+    rec = run.recorded
+    diffs = diff_programs(hand, rec.program, rec.sources, m=m, tensors=tensor_names(run.launch))
+    return ExecutedDiff(m.name, blocks, seed, rescale, diffs, hand, rec.program, run)
+
+
+def engine_comparison(checkout=None, model_name: str = "v32", blocks: int = 4, seed: int = 0) -> dict:
+    """The executed kernel's recorded block (0,0,0) on the engine (:func:`simtc.ptx.recording.run_engine`: timing
+    mode, the hazard checker on) beside the hand Program's replay of the same request: whole-kernel cycles, steady
+    cycles per block (the mean interval between ``sv_done`` phases: :func:`simtc.kernels.flashmla.replay._steady`'s
+    definition), and the hazards each reports (the known races of :data:`simtc.kernels.flashmla.head64.KNOWN_RACES`
+    named)."""
+    from simtc.engine.trace import mean_interval
+    from simtc.kernels.flashmla.head64 import head64_program
+    from simtc.kernels.flashmla.io import make_inputs, request
+    from simtc.kernels.flashmla.replay import replay, rescale_blocks, sv_done_cycles
+    from simtc.ptx.recording import run_engine
+
+    m = model(model_name)
+    inp = make_inputs(m, topk=64 * blocks, seed=seed)
+    run = run_head64(checkout, inp, record=(0, 0, 0))
+    er = run_engine(run.recorded)
+    req = request(inp, 0, 0)
+    hand = replay(m, inputs=req, keep_engine=True)
+    hp = head64_program(m, blocks, tuple(rescale_blocks(req)))
+    names = barrier_names(hp, run.recorded.program)
+    sv = sorted(c for n, h in names.items() if h.startswith("sv_done") for c in er.engine.trace.phase_cycles(n))
+    hand_sv = sv_done_cycles(hand.engine)
+
+    def hazards(hs) -> list[dict]:
+        return [{"rule": h.rule, "first": list(h.first) if h.first else None,
+                 "second": list(h.second) if h.second else None} for h in hs]
+
+    return {"model": m.name, "blocks": blocks, "seed": seed,
+            "executed": {"cycles": er.cycles, "steady_cycles_per_block": mean_interval(sv, er.cycles),
+                         "sv_done": sv, "hazards": hazards(er.hazards), "deadlock": bool(er.summary().get("deadlock"))},
+            "hand": {"cycles": int(hand.cycles), "steady_cycles_per_block": float(hand.cycles_per_block_steady),
+                     "sv_done": list(hand_sv), "hazards": list(hand.hazards),
+                     "known_races": list(hand.known_races)}}
+
+
+# ---- the recording of results (tests/data/flashmla_head64_executed.json) ---------------------------------------
+CASES = (("v32", 1, 1, 1), ("v32", 2, 1, 1), ("v32", 4, 1, 1), ("model1", 1, 1, 1), ("model1", 2, 1, 1),
+         ("v32", 2, 2, 2))
+"""(model, blocks, b, s_q) of the recorded runs: one CTA over 1, 2 and 4 blocks, and a small grid (2 query positions
+x 2 requests: 2 CTAs, each running 2 requests one after the other)."""
+
+
+def _sha(a: np.ndarray) -> str:
+    return hashlib.sha256(np.ascontiguousarray(a).tobytes()).hexdigest()
+
+
+def case_result(checkout, model_name: str, blocks: int, b: int = 1, s_q: int = 1, seed: int = 0) -> dict:
+    """One recorded case: O and LSE against float64 and against the hand replay (digests, differing elements), the
+    executed instruction counts, and for block (0,0,0) the record-by-record diff summary."""
+    from collections import Counter
+
+    from simtc.kernels.flashmla.head64 import head64_program
+    from simtc.kernels.flashmla.io import make_inputs, replay_inputs, request
+    from simtc.kernels.flashmla.replay import reference_attention, rescale_blocks
+
+    m = model(model_name)
+    inp = make_inputs(m, b=b, s_q=s_q, topk=64 * blocks, seed=seed)
+    run = run_head64(checkout, inp, record=(0, 0, 0))
+    rep = replay_inputs(inp)
+    o = run.outputs.o_values()
+    rows = []
+    for i in range(b):
+        for j in range(s_q):
+            o_ref, lse_ref = reference_attention(request(inp, i, j))
+            rows.append({"batch": i, "query": j,
+                         "o_rel_error": float(np.linalg.norm(o[i, j] - o_ref) / np.linalg.norm(o_ref)),
+                         "lse_max_abs_error": float(np.abs(run.outputs.lse[i, j] - lse_ref).max())})
+    rescale = tuple(rescale_blocks(request(inp, 0, 0)))
+    hand = head64_program(m, blocks, rescale)
+    diffs = diff_programs(hand, run.recorded.program, run.recorded.sources, m=m, tensors=tensor_names(run.launch))
+    d = ExecutedDiff(m.name, blocks, seed, rescale, diffs, hand, run.recorded.program, run)
+    kinds = Counter(f"{x['role']}|{x['kind']}|{x['op']}|{x['field'] or ''}|{x['why'] or 'UNEXPLAINED'}" for x in diffs)
+    return {"model": m.name, "blocks": blocks, "b": b, "s_q": s_q, "seed": seed, "grid": list(run.launch.grid),
+            "rescale_blocks": [i for i, r in enumerate(rescale) if r], "rows": rows,
+            "out_sha256": _sha(run.outputs.out), "lse_sha256": _sha(run.outputs.lse),
+            "replay_out_sha256": _sha(rep.outputs.out), "replay_lse_sha256": _sha(rep.outputs.lse),
+            "out_elements_differing_from_replay": int((rep.outputs.out != run.outputs.out).sum()),
+            "lse_elements_differing_from_replay": int((rep.outputs.lse != run.outputs.lse).sum()),
+            "lse_max_abs_difference_from_replay": float(np.abs(rep.outputs.lse - run.outputs.lse).max()),
+            "warp_instructions": int(sum(run.result.warp_instructions.values())),
+            "thread_instructions": int(sum(run.result.thread_instructions.values())),
+            "seconds": round(float(run.result.seconds), 1),
+            "diff": {"compared": d.counts(), "differences": len(diffs),
+                     "unexplained": sum(1 for x in diffs if x["why"] is None), "by_kind": dict(sorted(kinds.items()))}}
+
+
+def record(checkout, path, *, cases=CASES, engine_blocks=(1, 4, 12)) -> dict:
+    """Run every case of ``cases`` and the engine comparison for V32 at ``engine_blocks``; write the JSON."""
+    import subprocess as sp
+
+    from simtc.hw import flashmla
+
+    co = checkout_from(checkout)
+    nvcc = sp.run([_nvcc(), "--version"], capture_output=True, text=True).stdout.strip().splitlines()[-1]
+    data = {"what": "FlashMLA's SM100 head64 kernel compiled from a checkout and executed by simtc's PTX executor "
+                    "(simtc.kernels.flashmla.executed_head64), against float64, the hand replay and the hand Program",
+            "flashmla_commit": co.commit, "cutlass_commit": co.cutlass_commit, "nvcc": nvcc,
+            "nvcc_flags": [*flashmla.NVCC_FLAGS, "-lineinfo", "-arch=sm_100a"],
+            "explanations": EXPLANATIONS,
+            "cases": [case_result(co, *c) for c in cases],
+            "engine": [engine_comparison(co, "v32", n) for n in engine_blocks]}
+    for e in data["engine"]:
+        for side in ("executed", "hand"):
+            e[side].pop("sv_done", None)
+    Path(path).write_text(json.dumps(data, indent=1, sort_keys=False) + "\n")
+    return data
+
+
+if __name__ == "__main__":  # python -P -m simtc.kernels.flashmla.executed_head64 OUT.json (SIMTC_FLASHMLA_DIR set)
+    import sys
+
+    record(None, sys.argv[1] if len(sys.argv) > 1 else "flashmla_head64_executed.json")
