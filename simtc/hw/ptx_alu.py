@@ -1,7 +1,8 @@
 """The H200 check of :mod:`simtc.ptx.alu`: a table of PTX instructions, their inputs, and the CUDA kernels
 that apply each one on a GPU (``simtc/hw/cuda/ptx_alu.cu``, one inline-asm kernel per case).
 
-``python -m simtc.hw.ptx_alu prepare DIR`` writes the kernels' source and the inputs (``job.npz``);
+``python -m simtc.hw.ptx_alu prepare DIR [main|gaps]`` writes the kernels' source and the inputs (``job.npz``) of
+a case set (:data:`CASES`, recorded in tests/data/h200_ptx_alu.npz, or :data:`GAP_CASES`);
 ``python -m simtc.hw.ptx_alu run DIR OUT.npz`` compiles and runs them on a GPU through CuPy (numpy and
 cupy only, so it runs on a bare GPU machine) and stores the inputs and outputs; tests/ptx/test_alu.py
 compares simtc's ALU with the recording (tests/data/h200_ptx_alu.npz, described in tests/data/README_h200.md).
@@ -14,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["CASES", "N", "case_inputs", "kernel_source", "operand_types"]
+__all__ = ["CASES", "GAP_CASES", "SETS", "N", "case_inputs", "kernel_source", "operand_types"]
 
 N = 2048
 """Inputs per case: the cross product of edge values first, then random bit patterns."""
@@ -101,6 +102,27 @@ CASES: tuple[str, ...] = tuple(_cases())
 """Each case: a PTX instruction name, then ``pq`` for a ``p|q`` predicate pair, or an immediate (lop3's immLut)."""
 
 
+def _gap_cases() -> list[str]:
+    c = ["cvt.pack.sat.u16.s32", "cvt.pack.sat.s16.s32"]
+    c += [f"cvt.pack.sat.{k}.s32.b32" for k in ("u8", "s8", "u4", "s4", "u2", "s2")]
+    c += [f"set.{k}.f16x2.f16x2" for k in ("eq", "ne", "lt", "le", "gt", "ge", "equ", "neu", "ltu", "geu", "num",
+                                             "nan")]
+    c += ["set.lt.ftz.f16x2.f16x2", "set.ge.u32.f16x2", "set.neu.s32.f16x2", "set.lt.and.f16x2.f16x2",
+          "set.gtu.or.u32.f16x2"]
+    c += [f"set.{k}.bf16x2.bf16x2" for k in ("eq", "lt", "ge", "ltu", "nan", "num")]
+    c += ["set.le.u32.bf16x2", "set.ne.xor.s32.bf16x2"]
+    c += ["set.gt.f16.f32", "set.equ.f16.f16", "set.lt.and.f16.s32", "set.ge.bf16.f32", "set.nan.bf16.f64",
+          "set.lt.u16.f16", "set.geu.s16.f16", "set.le.u32.bf16", "set.ne.s32.bf16"]
+    return c
+
+
+GAP_CASES: tuple[str, ...] = tuple(_gap_cases())
+"""A second recording set (tests/data/h200_ptx_alu_gaps.npz): ``cvt.pack`` (its saturation) and ``set`` into
+f16/bf16 and 16-bit destinations and on packed f16x2/bf16x2 halves (NaN operands, signed zeros, subnormals)."""
+
+SETS = {"main": CASES, "gaps": GAP_CASES}
+
+
 def operand_types(case: str) -> tuple[tuple[str, ...], tuple[str, ...], bool, bool]:
     """(source types, destination types, carry in, carry out) of a case, from simtc's ALU."""
     from simtc.ptx import alu
@@ -135,6 +157,8 @@ def _nsrc(name: str) -> int:
                "lg2", "ex2", "tanh", "testp", "mov"):
         return 1
     if opc == "cvt":
+        if "pack" in mods:
+            return 3 if mods[-1] == "b32" else 2
         return 2 if mods[-1] == "f32" and mods[-2] in ("f16x2", "bf16x2", "e4m3x2", "e5m2x2") else 1
     return 2
 
@@ -363,7 +387,8 @@ def run_job(job_dir: str | Path, out_file: str | Path, arch: str = "sm_90a") -> 
 
 
 if __name__ == "__main__":
+    # prepare DIR [main|gaps]  (the case set; main by default)  /  run DIR OUT.npz
     if sys.argv[1] == "prepare":
-        prepare(sys.argv[2])
+        prepare(sys.argv[2], SETS[sys.argv[3] if len(sys.argv) > 3 else "main"])
     elif sys.argv[1] == "run":
         run_job(sys.argv[2], sys.argv[3])

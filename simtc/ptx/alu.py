@@ -1582,8 +1582,9 @@ def _build_set(ctx: _Ctx) -> AluOp:
                 lo, hi = _BOOLOPS[bop](lo, c), _BOOLOPS[bop](hi, c)
             return (np.where(lo, t16, np.uint32(0)) | np.where(hi, t16 << np.uint32(16), np.uint32(0)),)
         return _op(ctx, (dt_,), (st, st) + (("pred",) if bop else ()), fnx2)
-    if dt_ not in _SET_TRUE:
-        raise _unsupported(ctx.name, f"set with destination .{dt_}", "cmp")
+    if dt_ not in _SET_TRUE or (dt_ in ("u16", "s16") and et not in ("f16", "bf16")):
+        raise _unsupported(ctx.name, f"set.{dt_}.{st}: destinations .u32 .s32 .f32 .f16 .bf16, or .u16/.s16 from "
+                           ".f16/.bf16 sources", "cmp")
     dt = _U[type_width(dt_)]
     true = dt(_SET_TRUE[dt_])
 
