@@ -222,6 +222,14 @@ def load_policy(modifiers) -> str:
     return "l1"
 
 
+_SECTORS_SHIFT = 2
+"""A sector number's line: ``sector >> 2`` (128-byte lines of four 32-byte sectors)."""
+
+
+def _ints(sectors) -> list[int]:
+    return sectors.tolist() if hasattr(sectors, "tolist") else [int(x) for x in sectors]
+
+
 class GlobalCaches:
     """The SM's L1 and the chip's L2 as tag stores over 32-byte sectors, for the global loads and stores a recorded
     kernel executed (their addresses are known: :mod:`simtc.ptx.recording`).
@@ -264,14 +272,14 @@ class GlobalCaches:
         """A load at ``t`` of ``sectors`` (sector numbers: address // 32): ``(cycle its L1 hits are ready -- ``t``
         when none wait for a fill, L2 sectors, DRAM sectors)``; the hits' lines become most recently used."""
         ready, l2, dram = int(t), [], []
-        per = LINE // 32
-        for s in (int(x) for x in sectors):
-            line = self.l1.get(s // per) if policy != "l2" else None
+        l1, in_l2, warm = self.l1, self.l2, self.inputs_in_l2
+        for s in _ints(sectors):
+            line = l1.get(s >> _SECTORS_SHIFT) if policy != "l2" else None
             if line is not None and s in line:
-                self.l1.move_to_end(s // per)
+                l1.move_to_end(s >> _SECTORS_SHIFT)
                 if line[s] > ready:
                     ready = line[s]
-            elif self.inputs_in_l2 or s in self.l2:
+            elif warm or s in in_l2:
                 l2.append(s)
             else:
                 dram.append(s)
@@ -280,31 +288,33 @@ class GlobalCaches:
     def fill(self, sectors, when: int, policy: str = "l1", l2_when: int | None = None) -> None:
         """``sectors`` arrive: in L2 at ``l2_when`` (default ``when``) and, unless the policy keeps them out of L1,
         in L1 at ``when``."""
-        per = LINE // 32
-        for s in (int(x) for x in sectors):
-            if s not in self.l2:
-                self.l2[s] = int(when if l2_when is None else l2_when)
-            if policy != "l1" or not self.l1_lines:
+        l1, in_l2, when = self.l1, self.l2, int(when)
+        at_l2 = when if l2_when is None else int(l2_when)
+        keep = policy == "l1" and self.l1_lines > 0
+        for s in _ints(sectors):
+            if s not in in_l2:
+                in_l2[s] = at_l2
+            if not keep:
                 continue
-            line = self.l1.get(s // per)
+            line = l1.get(s >> _SECTORS_SHIFT)
             if line is None:
-                while len(self.l1) >= self.l1_lines:
-                    self.l1.popitem(last=False)
-                line = self.l1[s // per] = {}
+                while len(l1) >= self.l1_lines:
+                    l1.popitem(last=False)
+                line = l1[s >> _SECTORS_SHIFT] = {}
             else:
-                self.l1.move_to_end(s // per)
-            line[s] = int(when)
+                l1.move_to_end(s >> _SECTORS_SHIFT)
+            line[s] = when
 
     def store(self, sectors, when: int) -> None:
         """A global store of ``sectors`` at ``when``: written through to L2, dropped from L1."""
-        per = LINE // 32
-        for s in (int(x) for x in sectors):
-            self.l2.setdefault(s, int(when))
-            line = self.l1.get(s // per)
+        l1, in_l2, when = self.l1, self.l2, int(when)
+        for s in _ints(sectors):
+            in_l2.setdefault(s, when)
+            line = l1.get(s >> _SECTORS_SHIFT)
             if line is not None:
                 line.pop(s, None)
                 if not line:
-                    del self.l1[s // per]
+                    del l1[s >> _SECTORS_SHIFT]
 
     def level(self, sectors, policy: str = "l1") -> str:
         """The farthest level a load of ``sectors`` reaches now (``"l1"`` when every sector is in L1, or none)."""
@@ -379,7 +389,7 @@ class CachedL1(L1MissPath):
         sent = t
         if l2 or dram:
             missing = l2 + dram
-            sent = super().book(t, len({s // (LINE // 32) for s in missing}))
+            sent = super().book(t, len({s >> _SECTORS_SHIFT for s in missing}))
             back = self.memory.load_sectors(sent, len(l2), len(dram))
             self.caches.fill(missing, back, policy)
             ready = max(ready, back)

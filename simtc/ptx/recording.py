@@ -610,11 +610,11 @@ class Recorder:
                 return None
             a = a[keep]
         size = access_bytes(ins)
-        first = (a // np.uint64(32)).astype(np.int64)
-        span = -(-size // 32) + 1
-        sec = (first[:, None] + np.arange(span)).reshape(-1)
-        last = ((a + np.uint64(size - 1)) // np.uint64(32)).astype(np.int64)
-        sec = np.unique(sec[sec <= np.repeat(last, span)])
+        if size <= 32:  # naturally aligned (the executor faults otherwise): one sector per lane
+            sec = np.unique(a >> np.uint64(5)).astype(np.int64)
+        else:
+            first = (a >> np.uint64(5)).astype(np.int64)
+            sec = np.unique((first[:, None] + np.arange(-(-size // 32))).reshape(-1))
         caches = self.caches
         if kind == "store":
             caches.store(sec, 0)
