@@ -376,6 +376,8 @@ def launch_inputs(kernel, cuda_names, items) -> list[LaunchInput]:
         if value.lower().endswith(".npy") and not re.fullmatch(r"[A-Za-z0-9_.+-]+", name):
             raise UsageError(f"--arg {name}: an array argument's NAME names its output file DIR/NAME.npy; use letters,"
                              " digits, '_', '.', '-'", rule=_ARG_RULE)
+        if not value.lower().endswith(".npy"):
+            _not_a_file(name, value.strip())
         given[i] = (name, value)
     missing = [i for i in range(len(params)) if i not in given]
     if missing:
@@ -399,7 +401,6 @@ def launch_inputs(kernel, cuda_names, items) -> list[LaunchInput]:
                                  "give a number", rule=_ARG_RULE)
             inputs.append(LaunchInput(name, p, array=np.ascontiguousarray(host)))
         else:
-            _not_a_file(name, value.strip())
             inputs.append(LaunchInput(name, p, raw=_scalar(p, value.strip(), name)))
     return inputs
 

@@ -161,7 +161,8 @@ class Executed:
                 "thread_instructions": self.thread_instructions,
                 "launches": [{"kernel": s.kernel, "grid": list(s.grid), "block": list(s.block),
                               "warp_instructions": s.warp_instructions,
-                              "thread_instructions": s.thread_instructions, "seconds": round(s.seconds, 3)}
+                              "thread_instructions": s.thread_instructions, "seconds": round(s.seconds, 3),
+                              "notes": list(s.notes)}
                              for s in self.launches]}
 
 
@@ -302,7 +303,8 @@ def run(args) -> int:
     if args.json:
         emit_json(summary)
         return 0
-    print(f"FlashMLA {checkout.commit[:12]} SM90 sparse decode, {inp.model.name}, b={inp.b} s_q={inp.s_q} "
+    c = checkout.commit
+    print(f"FlashMLA {c[:12] if ' ' not in c else c} SM90 sparse decode, {inp.model.name}, b={inp.b} s_q={inp.s_q} "
           f"topk={inp.topk}: num_sm_parts {r.parts}, executed in {r.seconds:.1f} s "
           f"({r.thread_instructions:,} thread instructions)")
     for s_ in r.launches:
@@ -311,3 +313,61 @@ def run(args) -> int:
     if save is not None:
         print(f"wrote {save} (out {r.out.shape}, lse {r.lse.shape})")
     return 0
+
+
+# ---- the record of a run on the H200 recording's input sets ---------------------------------------------------
+
+RESULTS_FORMAT = "simtc-flashmla-sm90-executed"
+
+
+def _sha(a: np.ndarray) -> str:
+    return hashlib.sha256(np.ascontiguousarray(a).tobytes()).hexdigest()
+
+
+def compare_with_recording(build: PtxBuild, recording, *, names=None, perturb: bool = True, progress=None) -> dict:
+    """Execute every set of an H200 recording (:func:`simtc.hw.flashmla.load_recording`; ``names``: a subset) and
+    compare O and LSE with the recorded outputs bit for bit; with ``perturb``, also under MUFU results moved by +1
+    and -1 ulp (:func:`simtc.kernels.flashmla.executed.perturb_mufu`): a value that neither moves is one no MUFU
+    approximation reaches, and must be identical. Returns the ``tests/data/flashmla_sm90_executed.json`` object."""
+    from simtc.hw.flashmla import load_recording
+    from simtc.kernels.flashmla.executed import MUFU_OPCODES, compare_bits
+
+    meta, sets = load_recording(recording)
+    rows = []
+    for name, inp, (rec_out, rec_lse) in sets:
+        if names is not None and name not in names:
+            continue
+        if progress:
+            progress(f"{name}: executing")
+        r = execute(build, inp)
+        cmp = compare_bits(r.out, r.lse, rec_out, rec_lse)
+        row = {"name": name, "model": inp.model.name, "b": inp.b, "s_q": inp.s_q, "topk": inp.topk,
+               **r.as_dict(), "sched_meta": r.sched_meta.tolist(), "num_splits": r.num_splits.tolist(),
+               "o": {"values": cmp.o_values, "identical": cmp.o_identical, "max_ulp": cmp.o_max_ulp,
+                     "max_rel": cmp.o_max_rel},
+               "lse": {"values": cmp.lse_values, "identical": cmp.lse_identical, "max_ulp": cmp.lse_max_ulp,
+                       "max_abs": cmp.lse_max_abs},
+               "out_sha256": _sha(r.out), "lse_sha256": _sha(r.lse),
+               "o_accum_sha256": _sha(r.o_accum), "lse_accum_sha256": _sha(r.lse_accum)}
+        if perturb:
+            moved_o = np.zeros(r.out.shape, bool)
+            moved_l = np.zeros(r.lse.shape, bool)
+            for k in (1, -1):
+                if progress:
+                    progress(f"{name}: executing with MUFU results moved {k:+d} ulp")
+                q = execute(build, inp, mufu_ulps=k)
+                moved_o |= q.out != r.out
+                moved_l |= q.lse.view(np.uint32) != r.lse.view(np.uint32)
+            diff_o = r.out != rec_out
+            diff_l = r.lse.view(np.uint32) != np.asarray(rec_lse, np.float32).view(np.uint32)
+            row["o"].update(mufu_reached=int(moved_o.sum()), differing_mufu_reached=int((diff_o & moved_o).sum()),
+                            differing_not_reached=int((diff_o & ~moved_o).sum()))
+            row["lse"].update(mufu_reached=int(moved_l.sum()), differing_mufu_reached=int((diff_l & moved_l).sum()),
+                              differing_not_reached=int((diff_l & ~moved_l).sum()))
+        rows.append(row)
+    m = build.manifest
+    return {"format": RESULTS_FORMAT, "version": 1, "flashmla_commit": m["flashmla_commit"],
+            "cutlass_commit": m["cutlass_commit"], "nvcc": m["nvcc"], "nvcc_flags": m["nvcc_flags"],
+            "arch": m["arch"], "recording": Path(recording).name, "recording_sha256": hashlib.sha256(
+                Path(recording).read_bytes()).hexdigest(), "recording_device": meta.get("device"),
+            "mufu_opcodes": list(MUFU_OPCODES), "perturbation_ulps": [1, -1] if perturb else [], "sets": rows}

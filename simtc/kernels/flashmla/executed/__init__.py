@@ -315,7 +315,8 @@ def compare_bits(out: np.ndarray, lse: np.ndarray, rec_out: np.ndarray, rec_lse:
     rel = np.abs(va - vb)[diff] / np.maximum(np.abs(vb[diff]), np.finfo(np.float32).tiny) if diff.any() else [0.0]
     fa, fb = l_a.view(np.float32).astype(np.float64), l_b.view(np.float32).astype(np.float64)
     ldiff = (l_a != l_b) & np.isfinite(fa) & np.isfinite(fb)
-    labs = np.abs(fa - fb)[ldiff] if ldiff.any() else [0.0]
+    with np.errstate(invalid="ignore"):  # inf - inf where both are infinite (masked out)
+        labs = np.abs(fa - fb)[ldiff] if ldiff.any() else [0.0]
     nonfinite_mismatch = int(((l_a != l_b) & ~(np.isfinite(fa) & np.isfinite(fb))).sum())
     return BitComparison(int(o_a.size), int((~diff).sum()), int(o_ulp.max(initial=0)), float(np.max(rel)),
                          int(l_a.size), int((l_a == l_b).sum()),
