@@ -446,7 +446,7 @@ def test_cvt_packing_order_and_formats():
 
 
 def test_unsupported_combinations_are_refused():
-    for name, n in (("add.rz.s32", 2), ("lop3.b64", 4), ("rsqrt.rn.f32", 1), ("cvt.pack.sat.u8.s32.b32", 3),
+    for name, n in (("add.rz.s32", 2), ("lop3.b64", 4), ("rsqrt.rn.f32", 1), ("cvt.pack.sat.u8.s32", 2),
                     ("shf.l.b32", 3), ("bra", 0), ("min.ftz.f64", 2)):
         with pytest.raises(PtxUnsupported, match="rule: per-lane opcodes"):
             op(name, n, imm={3: 1})
