@@ -35,10 +35,10 @@ from attrs import frozen
 
 from simtc.errors import SimtcError
 
-__all__ = ["FIXED_SHAPES", "FLUSH_BYTES", "HELD_OUT_SHAPES", "NCU_L1_METRICS", "NCU_METRICS", "NCU_SECTIONS",
-           "PROFILE_SHAPES", "TIMING_SETS", "TIMING_SHAPES", "ShapeTiming", "TimingShape", "device_inputs", "flops",
-           "load_timing", "main", "ncu_summaries", "ncu_summary", "profile_call", "profile_calls", "run_timing",
-           "save_timing", "shape_named", "time_shape"]
+__all__ = ["COST_SHAPES", "FIXED_SHAPES", "FLUSH_BYTES", "HELD_OUT_SHAPES", "NCU_L1_METRICS", "NCU_METRICS",
+           "NCU_SECTIONS", "PROFILE_SHAPES", "TIMING_SETS", "TIMING_SHAPES", "ShapeTiming", "TimingShape",
+           "device_inputs", "flops", "load_timing", "main", "ncu_summaries", "ncu_summary", "profile_call",
+           "profile_calls", "run_timing", "save_timing", "shape_named", "time_shape"]
 
 FLUSH_BYTES = 256 << 20
 """Bytes written before each timed call to flush L2 (the H200's L2 is 60 MiB)."""
@@ -97,12 +97,21 @@ PROFILE_SHAPES: tuple[str, ...] = (
 """The shapes Nsight Compute profiles in one process (:func:`profile_calls`): seven with b <= 8, where the prologue,
 the epilogue, idle SMs and short splits weigh most, and three larger ones."""
 
-TIMING_SETS = {"calls": TIMING_SHAPES, "fixed": FIXED_SHAPES, "held-out": HELD_OUT_SHAPES}
+COST_SHAPES: tuple[TimingShape, ...] = tuple(TimingShape(*s) for s in (
+    ("v32", 24, 1, 4096), ("v32", 48, 1, 4096), ("v32", 96, 1, 4096), ("v32", 160, 1, 4096), ("v32", 40, 3, 4096),
+    ("model1", 48, 2, 4096), ("model1", 112, 1, 8192), ("model1", 80, 2, 2048),
+    ("v32", 256, 1, 64), ("v32", 128, 4, 64), ("model1", 192, 2, 64), ("model1", 320, 1, 64),
+))
+"""Calls that measure what :data:`FIXED_SHAPES` leaves unmeasured: the combine kernel with 24 to 120 split requests
+(every request of the first eight is split) and the scheduler at 256 to 512 requests of one block. None of them
+is a shape of another set."""
+
+TIMING_SETS = {"calls": TIMING_SHAPES, "fixed": FIXED_SHAPES, "held-out": HELD_OUT_SHAPES, "costs": COST_SHAPES}
 
 
 def shape_named(name: str) -> TimingShape:
     """The shape of any timing set called ``name`` (``v32-b8-sq1-topk2048``)."""
-    for s in (*TIMING_SHAPES, *FIXED_SHAPES, *HELD_OUT_SHAPES):
+    for s in (*TIMING_SHAPES, *FIXED_SHAPES, *HELD_OUT_SHAPES, *COST_SHAPES):
         if s.name == name:
             return s
     raise SimtcError(f"no timing shape {name!r}; known: {', '.join(s.name for s in TIMING_SHAPES)}, ...", rule=_RULE)
@@ -436,6 +445,8 @@ def main(argv=None) -> int:
                            f"--out {Path(a.out).name}"}
         rows, failed = [], []
         for shape in TIMING_SETS[a.set]:  # one shape at a time, saved after each: a failure keeps the others
+            print(f"{datetime.datetime.now(datetime.timezone.utc).strftime('%H:%M:%S.%f')[:-3]} start {shape.name}",
+                  flush=True)
             try:
                 r = time_shape(b, shape, repeats=a.repeats)
             except SimtcError as e:
@@ -443,7 +454,8 @@ def main(argv=None) -> int:
                 print(f"{shape.name}: error: {e}", flush=True)
                 continue
             rows.append(r)
-            print(f"{r.shape.name:28s} call {r.call_ms * 1e3:9.1f} us  split-KV {r.splitkv_ms * 1e3:9.1f} us",
+            now = datetime.datetime.now(datetime.timezone.utc).strftime("%H:%M:%S.%f")[:-3]
+            print(f"{now} {r.shape.name:28s} call {r.call_ms * 1e3:9.1f} us  split-KV {r.splitkv_ms * 1e3:9.1f} us",
                   flush=True)
             save_timing(a.out, rows, meta={**meta, **({"failed": failed} if failed else {})})
         if failed:
