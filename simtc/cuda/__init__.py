@@ -18,6 +18,11 @@ What is here (CuPy's subset for raw kernels):
   reductions on the host side), :func:`asarray`, :func:`array`, :func:`zeros`, :func:`empty`, :func:`ones`,
   :func:`full`, the ``*_like`` forms, :func:`arange`, :func:`asnumpy`, :func:`allclose`, :func:`array_equal`, and
   numpy's dtype names (``xp.float32``).
+* simtc's own additions for TMA kernels: :func:`tensor_map` (``cuTensorMapEncodeTiled``'s arguments in, the
+  128-byte ``__grid_constant__ CUtensorMap`` argument out) and :class:`simtc.cuda.cute_params.StructArg` (a by-value
+  struct argument built member by member from the PTX declaration: CuTe's tensors, ``TiledMMA`` and TMA atoms with
+  their tensor map inside). A kernel that needs a cluster of several CTAs is refused at launch (no cluster
+  dimension here, as in CuPy).
 * ``cuda``: ``Device(0).synchronize()``, ``runtime.deviceSynchronize()``, ``Stream.null.synchronize()`` and the
   like, which have nothing to wait for (every launch has finished when it returns).
 

@@ -18,7 +18,12 @@ parameter: ``cupy/cuda/function.pyx`` ``_pointer`` and ``cupy/_core/_scalar.pyx`
   its low bytes); a Python ``float`` only to an ``.f64`` parameter (CuPy passes a float64, so a ``float`` parameter
   would read half of it: pass ``numpy.float32(x)``); a Python ``bool`` only to a 1-byte parameter.
 
-Anything else raises :class:`simtc.ptx.errors.LaunchError` naming the parameter.
+Anything else raises :class:`simtc.ptx.errors.LaunchError` naming the parameter. A by-value CuTe object (a tensor,
+a ``TiledMMA``, a TMA atom holding a tensor map) is built with :class:`simtc.cuda.cute_params.StructArg`.
+
+A kernel that needs a cluster of several CTAs (``.reqnctapercluster`` > 1, ``.explicitcluster``, ``.cta_group::2``
+or ``.multicast::cluster`` instructions) is refused when launched, before any CTA runs: a launch here has no cluster
+dimension, as CuPy's has none (:func:`cluster_refusal`).
 """
 
 from __future__ import annotations
@@ -476,11 +481,15 @@ class RawKernel:
         static = self.shared_size_bytes
         if isinstance(nbytes, bool) or not isinstance(nbytes, (int, np.integer)) or nbytes < 0 \
                 or nbytes + static > limit:
+            target = self.module.target[0] if self.module.target else "sm_100a"
             raise LaunchError(f"max_dynamic_shared_size_bytes = {nbytes!r}: with {static} bytes of static shared "
-                              f"memory at most {limit - static} bytes (CUDA_ERROR_INVALID_VALUE on a GPU)",
+                              f"memory at most {limit - static} bytes ({limit // 1024} KiB per block on {target}; "
+                              "CUDA_ERROR_INVALID_VALUE on a GPU)",
                               rule="dynamic + static shared memory <= the opt-in limit per block",
                               ref="CUDA Runtime API, cudaFuncSetAttribute "
-                                  "(cudaFuncAttributeMaxDynamicSharedMemorySize)")
+                                  "(cudaFuncAttributeMaxDynamicSharedMemorySize); CUDA C++ Programming Guide, "
+                                  "technical specifications per compute capability: 227 KB of shared memory per "
+                                  "thread block on 9.0 and 10.0")
         self._max_dynamic = int(nbytes)
 
     def _optin_limit(self) -> int:
