@@ -18,6 +18,12 @@ scattered rows:
   ``dram_latency`` after it crossed the link, and no sooner than the request streams alone at its own
   rate (``request_bytes_per_cycle``): ``max(t + bytes / rate, link end) + dram_latency``.
 
+A warp's load whose missing sectors are known (a recorded kernel's, :class:`simtc.engine.l1.CachedL1`) goes through
+:meth:`MemorySystem.load_sectors`: the sectors L2 holds cross the link at ``l2_bytes_per_cycle`` and arrive
+``ldg_l2_latency`` later (measured: an LDG pointer chase through an L2-resident pool,
+``tests/data/h200_memory_latency.json``; :data:`simtc.engine.l1.CACHE_PARAMETERS`), the others take the HBM path
+above.
+
 Unloaded, a request of ``b`` bytes takes ``dram_latency + b / request_bytes_per_cycle`` cycles: on the
 H200 the line through a pointer chase of dependent bulk copies of 64 to 2,048 bytes
 (``tests/data/h200_memory_latency.json``). With the ``memory`` mechanism off every request takes that
