@@ -1,22 +1,30 @@
 """Thread-instructions per second and wall time of CUTLASS's CuTe tutorial GEMMs, unmodified, in simtc (fresh process).
 
-Run: ``SIMTC_CUTLASS_DIR=<a CUTLASS checkout> .venv/bin/python benchmarks/bench_cute_tutorial.py`` (nvcc on PATH).
-The tutorial's device code is compiled to PTX by nvcc against the checkout's headers and launched through
-:mod:`simtc.cuda` as tests/cuda/test_cute_tutorials.py launches it; D is checked against numpy before the numbers
+Run: ``SIMTC_CUTLASS_DIR=<a CUTLASS checkout> .venv/bin/python benchmarks/bench_cute_tutorial.py [NAME ...]`` (nvcc on
+PATH); NAME is ``01_mma_sm100``, ``wgmma_sm90`` or ``wgmma_tma_sm90``, default the first two, each timed in a fresh
+process of its own. The tutorial's device code is compiled to PTX by nvcc against the checkout's headers and launched
+through :mod:`simtc.cuda` as tests/cuda/test_cute_tutorials.py launches it; the result is checked before the numbers
 are printed. The issue-26 goal is >= 2 M thread-instructions/s on the project's 2-core machine.
 
-Which tutorial: ``hopper/wgmma_sm90.cu`` uses fp16 accumulators (``SM90_64x64x16_F16F16F16_SS``), which simtc's
-wgmma semantics refuse for now, so this times ``blackwell/01_mma_sm100.cu`` (tcgen05.mma cta_group::1, f32 TMEM
-accumulators, a one-CTA cluster) on the 512x256x1024 problem (M x N x K; 4 CTAs of 128 threads, the tutorial's
-128x256x64 MMA tile, 16 k-tiles).
+* ``blackwell/01_mma_sm100.cu`` (tcgen05.mma cta_group::1, f32 TMEM accumulators, a one-CTA cluster) on the
+  512x256x1024 problem (M x N x K; 4 CTAs of 128 threads, the tutorial's 128x256x64 MMA tile, 16 k-tiles), D checked
+  against numpy exactly.
+* ``hopper/wgmma_sm90.cu`` (``SM90_64x64x16_F16F16F16_SS``: fp16 accumulators; cp.async loads, a 3-stage pipeline)
+  on the problem recorded on an H200, 256x128x512 (2 CTAs of 128 threads, 128x128x64 tiles, 8 k-tiles, 256
+  wgmma.mma_async), its NT and TN kernels; C checked against the H200's SHA-256 (tests/data/h200_cute_tutorials.json).
+* ``hopper/wgmma_tma_sm90.cu`` (TMA loads, mbarrier pipeline) likewise; simtc's executor refuses its
+  ``barrier.cluster.arrive/wait`` for now, which the run reports.
 
-Measured 2026-12-01 on the project's 2-core machine, two fresh runs (CUTLASS 7107b055): 13,377,332
+Measured 2026-12-01 on the project's 2-core machine, two fresh runs (CUTLASS 7107b055), 01_mma_sm100: 13,377,332
 thread-instructions in 3.2-3.5 s, 3.9-4.2 M thread-instructions/s; the whole GEMM (PTX parse and load + launch)
-3.9-4.3 s, plus 12-13 s of nvcc -ptx.
+3.9-4.3 s, plus 12-13 s of nvcc -ptx. wgmma_sm90 (2026-12-03, the same machine shared with other work): see
+docs/run_your_own_kernel.md's Hopper section for the numbers of the latest run.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import re
 import shutil
@@ -28,26 +36,32 @@ from pathlib import Path
 
 import numpy as np
 
+TUTORIALS = ("01_mma_sm100", "wgmma_sm90", "wgmma_tma_sm90")
+DEFAULT = ("01_mma_sm100", "wgmma_sm90")
+ROOT = Path(__file__).resolve().parents[1]
 
-def main() -> int:
-    cutlass = os.environ.get("SIMTC_CUTLASS_DIR")
-    nvcc = shutil.which("nvcc")
-    if not cutlass or not nvcc:
-        print("bench_cute_tutorial: needs SIMTC_CUTLASS_DIR (a CUTLASS checkout) and nvcc on PATH", file=sys.stderr)
-        return 2
+
+def _ptx(cutlass: str, nvcc: str, name: str) -> tuple[Path, float]:
+    sub, arch = ("blackwell", "sm_100a") if name[0].isdigit() else ("hopper", "sm_90a")
+    src = Path(cutlass) / "examples/cute/tutorial" / sub / f"{name}.cu"
+    out = Path(tempfile.mkdtemp(prefix="simtc_cute_bench_")) / "t.ptx"
+    t0 = time.perf_counter()
+    subprocess.run([nvcc, "-ptx", f"-arch={arch}", "-std=c++17", "--expt-relaxed-constexpr",
+                    f"-I{Path(cutlass) / 'include'}", f"-I{Path(cutlass) / 'tools/util/include'}",
+                    f"-I{src.parent}", str(src), "-o", str(out)], check=True)
+    return out, time.perf_counter() - t0
+
+
+def _entries(ptx: str) -> list[str]:
+    return [n for n in re.findall(r"^\.(?:visible )?\.?entry (\S+)\(", ptx, re.M) if "EmptyKernel" not in n]
+
+
+def _blackwell(path: Path, t_compile: float) -> int:
     import simtc.cuda as xp
     from simtc.isa.idesc import InstrDescriptor
 
-    src = Path(cutlass) / "examples/cute/tutorial/blackwell/01_mma_sm100.cu"
-    out = Path(tempfile.mkdtemp(prefix="simtc_cute_bench_")) / "t.ptx"
-    t0 = time.perf_counter()
-    subprocess.run([nvcc, "-ptx", "-arch=sm_100a", "-std=c++17", "--expt-relaxed-constexpr",
-                    f"-I{Path(cutlass) / 'include'}", f"-I{Path(cutlass) / 'tools/util/include'}",
-                    f"-I{src.parent}", str(src), "-o", str(out)], check=True)
-    t_compile = time.perf_counter() - t0
-    ptx = out.read_text()
-    name = next(n for n in re.findall(r"^\.(?:visible )?\.?entry (\S+)\(", ptx, re.M) if "EmptyKernel" not in n)
-
+    ptx = path.read_text()
+    name = _entries(ptx)[0]
     m, n, k = 512, 256, 1024
     rng = np.random.default_rng(0)
     a = rng.choice(np.array([-1.0, 1.0]), size=(m, k)).astype(np.float16)
@@ -63,7 +77,7 @@ def main() -> int:
     mma = np.array([idesc, 1], np.uint32).view(np.dtype((np.void, 8)))[0]
     empty = np.zeros(1, np.uint8)
     t0 = time.perf_counter()
-    f = xp.RawModule(path=str(out)).get_function(name)
+    f = xp.RawModule(path=str(path)).get_function(name)
     f.max_dynamic_shared_size_bytes = 65536
     t_load = time.perf_counter() - t0
     t0 = time.perf_counter()
@@ -82,5 +96,92 @@ def main() -> int:
     return 0
 
 
+def _formula(count: int, salt: int) -> np.ndarray:
+    """tests/data/h200_cute_tutorials_record.cu's inputs: ((((i + s) * 2654435761) mod 2^32 >> 20) mod 17 - 8) / 8."""
+    h = ((np.arange(count, dtype=np.uint64) + salt) * 2654435761) & 0xFFFFFFFF
+    return ((((h >> 20) % 17).astype(np.int64) - 8) / 8).astype(np.float16)
+
+
+def _hopper(path: Path, t_compile: float, tutorial: str) -> int:
+    import simtc.cuda as xp
+    from simtc.errors import SimtcError
+
+    rec = json.loads((ROOT / "tests/data/h200_cute_tutorials.json").read_text())
+    m, n, k = rec["m"], rec["n"], rec["k"]
+    ptx = path.read_text()
+    a_flat, b_flat = _formula(m * k, 0), _formula(n * k, 977)
+    t0 = time.perf_counter()
+    module = xp.RawModule(path=str(path))
+    kernels = dict(zip(("NT", "TN"), (module.get_function(e) for e in _entries(ptx)[:2]), strict=True))
+    t_load = time.perf_counter() - t0
+    empty = np.zeros(1, np.uint8)
+    shape = np.array([m, n, k], np.int32).view(np.dtype((np.void, 12)))[0]
+    mma = np.array([1, 1], np.uint32).view(np.dtype((np.void, 8)))[0]
+    alpha, beta = np.float16(1.0).view(np.uint16), np.float16(0.0).view(np.uint16)
+
+    def tma(arr, dims, stride, box):  # Copy_Traits<SM90_TMA_LOAD>: the tensor map first, 256 bytes in all
+        raw = xp.tensor_map("FLOAT16", 2, arr, dims, (stride,), box, (1, 1), swizzle="SWIZZLE_128B")
+        return np.frombuffer(raw + bytes(256 - len(raw)), np.dtype((np.void, 256)))[0]
+
+    status = 0
+    for trans, f in kernels.items():
+        da, db = xp.asarray(a_flat), xp.asarray(b_flat)
+        dc = xp.zeros(m * n, dtype=np.float16)
+        lda, ldb = (m, n) if trans == "NT" else (k, k)
+        if tutorial == "wgmma_sm90":
+            smem = 2 * (128 * 64 * 3) * 2
+            args = (shape, empty, da, np.int32(lda), empty, empty, db, np.int32(ldb), empty, empty, dc, np.int32(m),
+                    mma, alpha, beta)
+        else:
+            smem = 2 * (128 * 64 * 3) * 2 + 48
+            box, dims = ((64, 8), ((m, k), (n, k))) if trans == "NT" else ((64, 128), ((k, m), (k, n)))
+            args = (shape, empty, da, tma(da, dims[0], 2 * lda, box), db, tma(db, dims[1], 2 * ldb, box), dc,
+                    np.int32(m), mma, alpha, beta)
+        f.max_dynamic_shared_size_bytes = smem
+        t0 = time.perf_counter()
+        try:
+            f(((m + 127) // 128, (n + 127) // 128, 1), (128, 1, 1), args, shared_mem=smem)
+        except SimtcError as err:
+            print(f"{tutorial} {trans}: simtc refuses it: {err}")
+            status = 1
+            continue
+        t_run = time.perf_counter() - t0
+        digest = hashlib.sha256(dc.get().tobytes()).hexdigest()
+        if digest != rec["cases"][f"{tutorial}_{trans}"]["sha256"]:
+            print(f"bench_cute_tutorial: {tutorial} {trans}: C differs from the H200's", file=sys.stderr)
+            return 1
+        ti = f.last_result.total_thread_instructions
+        print(f"{tutorial} {trans} {m}x{n}x{k} (C = the H200's, SHA-256): nvcc -ptx {t_compile:.1f} s, parse+load "
+              f"{t_load:.2f} s, launch {t_run:.2f} s; {ti} thread-instructions, {ti / t_run / 1e6:.2f} M "
+              f"thread-instructions/s")
+    return status
+
+
+def run_one(name: str) -> int:
+    cutlass = os.environ.get("SIMTC_CUTLASS_DIR")
+    nvcc = shutil.which("nvcc")
+    if not cutlass or not nvcc:
+        print("bench_cute_tutorial: needs SIMTC_CUTLASS_DIR (a CUTLASS checkout) and nvcc on PATH", file=sys.stderr)
+        return 2
+    path, t_compile = _ptx(cutlass, nvcc, name)
+    if name == "01_mma_sm100":
+        return _blackwell(path, t_compile)
+    return _hopper(path, t_compile, name)
+
+
+def main(argv: list[str]) -> int:
+    names = argv or list(DEFAULT)
+    bad = [n for n in names if n not in TUTORIALS]
+    if bad:
+        print(f"bench_cute_tutorial: unknown tutorial {bad[0]!r} (use {', '.join(TUTORIALS)})", file=sys.stderr)
+        return 2
+    if len(names) == 1:
+        return run_one(names[0])
+    status = 0
+    for name in names:  # each in a fresh process: no warm caches from the one before
+        status |= subprocess.run([sys.executable, __file__, name], check=False).returncode
+    return status
+
+
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(main(sys.argv[1:]))

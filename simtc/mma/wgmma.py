@@ -21,8 +21,9 @@ stride for stride; the RS atoms' traits use it, e.g. line 698), value 2j in the 
 is K-major only (``static_assert(tnspA == GMMA::Major::K)``, ``mma_sm90_gmma.hpp`` line 474).
 
 B (and A in the SS form) comes from shared memory through descriptors (:mod:`simtc.mma.operands`); the arithmetic
-is :func:`simtc.numerics.tensor_core_mma` with the sm90 parameters (``d_dtype="fp16"``: rounded to nearest even to
-fp16 after every k16 instruction, reproducing CUTLASS's ``wgmma_sm90.cu`` tutorial on an H200 bit for bit,
+is one k16 step of :func:`simtc.numerics.tensor_core_mma` with the sm90 parameters (its
+:func:`~simtc.numerics.fused_dot_add`; ``d_dtype="fp16"``: rounded to nearest even to fp16 after every
+instruction, reproducing CUTLASS's ``wgmma_sm90.cu`` tutorial on an H200 bit for bit,
 ``tests/data/h200_cute_tutorials.json``). This is the instruction the H200 cross-check executes.
 
 >>> rows, cols = wgmma_fragment(8)
@@ -36,11 +37,13 @@ fp16 after every k16 instruction, reproducing CUTLASS's ``wgmma_sm90.cu`` tutori
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from simtc.errors import DtypeError, ShapeError, SimtcError
 from simtc.mma.operands import read_operand
-from simtc.numerics.fdpa import tensor_core_mma
+from simtc.numerics.fdpa import ARCH_PARAMS, fused_dot_add
 from simtc.numerics.formats import decode_bits, encode_bits
 from simtc.smem.desc import SmemDescriptor
 from simtc.smem.memory import SharedMemory
@@ -54,6 +57,7 @@ _REF = "PTX ISA 9.0 §9.7.15.5.2"
 _REF_FRAG = "PTX ISA 9.0 §9.7.15.5.1 (register fragments of wgmma.mma_async.m64nNk16)"
 _INPUTS = ("bf16", "fp16")
 _D_TYPES = ("fp32", "fp16")
+_SM90 = ARCH_PARAMS["sm90"]
 
 
 def _check_n(n: int) -> None:
@@ -71,17 +75,24 @@ def _check_d_dtype(d_dtype: str, dtype: str | None = None) -> None:
 
 
 def wgmma_fragment(n: int) -> tuple[np.ndarray, np.ndarray]:
-    """(row, col) of D element i held by thread t: two int arrays of shape (128, n // 2).
+    """(row, col) of D element i held by thread t: two read-only int arrays of shape (128, n // 2).
 
     For an ``.f32`` D element i is register i; for an ``.f16`` D it is half ``i % 2`` of register ``i // 2``.
     """
     _check_n(n)
+    return _fragment(n)
+
+
+@functools.cache
+def _fragment(n: int) -> tuple[np.ndarray, np.ndarray]:
     t = np.arange(128)[:, None]
     i = np.arange(n // 2)[None, :]
     w, lane = t // 32, t % 32
-    rows = 16 * w + lane // 4 + 8 * ((i // 2) % 2)
-    cols = 8 * (i // 4) + 2 * (lane % 4) + (i % 2)
-    return rows + 0 * cols, cols + 0 * rows
+    rows = 16 * w + lane // 4 + 8 * ((i // 2) % 2) + 0 * i
+    cols = 8 * (i // 4) + 2 * (lane % 4) + (i % 2) + 0 * t
+    rows.flags.writeable = False
+    cols.flags.writeable = False
+    return rows, cols
 
 
 def wgmma_a_fragment() -> tuple[np.ndarray, np.ndarray]:
@@ -200,7 +211,9 @@ def _accumulate(a: np.ndarray, b: np.ndarray, *, n: int, dtype: str, d_dtype: st
             raise ShapeError(f"the .{'f32' if d_dtype == 'fp32' else 'f16'} accumulator of m64n{n}k16 is {want} "
                              f"registers, got {acc.shape}", rule="wgmma fragment", ref=_REF_FRAG)
         c = fragment_to_matrix(acc, d_dtype=d_dtype).astype(np.float32)
-    d = tensor_core_mma(a, b, c, dtype=dtype, arch="sm90", d_dtype=d_dtype)
+    # one k16 step of tensor_core_mma(a, b, c, dtype=dtype, arch="sm90", d_dtype=d_dtype): its fused_dot_add, whose
+    # operand checks hold by construction here (A, B and C are decoded from their bit patterns)
+    d = fused_dot_add(a, b, c, fmt=dtype, params=_SM90, out=d_dtype)
     if d_dtype == "fp32":
         return matrix_to_fragment(d)
     return matrix_to_fragment(d.astype(np.float16), d_dtype="fp16")

@@ -974,6 +974,7 @@ def _wg_mma(ins: Instruction, c):
     scratch, scratch_a = "wgmma.d", "wgmma.a"
     kw = dict(d_dtype=d_dtype, a_major="MN" if ta else "K", b_major="MN" if tb else "K", scale_a=sa, scale_b=sb)
     pending: dict = {}
+    records: dict = {}
 
     def body(w, f, e, m, full):
         lanes = _converged(w, m, ins)
@@ -1000,7 +1001,10 @@ def _wg_mma(ins: Instruction, c):
         a, b, sd = ops_now
         lead = 4 * wg
         arrived = [issue.arrived[lead + i] for i in range(4)]
-        rec = _model(lambda: WgmmaMmaAsync(64, n, k, dtype, scratch_a if rs else a, b, bool(sd), scratch, **kw), 0)
+        rec = records.get(ops_now)
+        if rec is None:  # the record of these operand values (kernels reuse a few descriptors over and over)
+            rec = records[ops_now] = _model(lambda: WgmmaMmaAsync(64, n, k, dtype, scratch_a if rs else a, b,
+                                                                  bool(sd), scratch, **kw), 0)
         regs = w.cta.cta.warp_regs(lead)
         acc = np.concatenate([x[5] for x in arrived])
         regs[scratch] = acc.view(np.float32) if d_dtype == "fp32" else acc
