@@ -412,6 +412,8 @@ class _Gmem:
     sectors: np.ndarray | None = field(eq=False, repr=False)
     policy: str = "l1"
     level: str = "dram"
+    space: str = "global"
+    """``"local"`` for a generic access whose lanes all went to local memory (an LDL/STL, not in the caches)."""
 
 
 class _CtaLog(list):
@@ -605,9 +607,11 @@ class Recorder:
         a = a[self._lanes(ins, f, bits)]
         if space == "generic" and a.size:
             other = np.array([v >> 40 for k, v in WINDOWS.items() if k != "global"], np.uint64)
-            keep = ~np.isin(a >> np.uint64(40), other)  # (simtc.ptx.memory.window_of, for the warp's lanes at once)
+            tags = a >> np.uint64(40)
+            keep = ~np.isin(tags, other)  # (simtc.ptx.memory.window_of, for the warp's lanes at once)
             if not keep.any():
-                return None
+                local = (tags == np.uint64(WINDOWS["local"] >> 40)).all()
+                return _Gmem(kind, None, policy, space="local") if local else None
             a = a[keep]
         size = access_bytes(ins)
         if size <= 32:  # naturally aligned (the executor faults otherwise): one sector per lane
@@ -844,7 +848,8 @@ def _records_of(ex: _Exec) -> list:
 
 
 def _is_load(ex: _Exec) -> bool:
-    return ex.gmem is not None and ex.gmem.kind == "load"
+    """Whether the instruction is a load from global memory."""
+    return ex.gmem is not None and ex.gmem.kind == "load" and ex.gmem.space == "global"
 
 
 def _segments(execs: list[_Exec], nwarps: int) -> list:
@@ -1015,7 +1020,8 @@ def _block(execs: list[_Exec], arch: str, at_end=frozenset(), reads=frozenset())
         space = ""
         if ins.opcode in _MEMORY:
             space = "shared" if ex.smem else ("" if any(m.split("::")[0] in ("global", "local", "const", "param")
-                                                       for m in ins.modifiers) else "global")
+                                                       for m in ins.modifiers) else
+                                              ex.gmem.space if ex.gmem is not None else "global")
             width = 16 if ins.opcode in ("ldmatrix", "stmatrix") else access_bytes(ins)  # (ldmatrix: 16 B rows)
             for kind, a in ex.smem:
                 (reads_smem if kind == "smem.read" else writes).append(a)
@@ -1026,12 +1032,12 @@ def _block(execs: list[_Exec], arch: str, at_end=frozenset(), reads=frozenset())
         for c in classes:
             counts[c] = counts.get(c, 0) + 1
         g = ex.gmem
-        if g is not None and len(classes) == 1 and classes[0].startswith(("LDG", "STG")):
+        if g is not None and g.space == "global" and len(classes) == 1 and classes[0].startswith(("LDG", "STG")):
             (loads if g.kind == "load" else stores).setdefault(classes[0], []).append(g)
         rd, wr = _deps(ins)
         d, node = max((depth.get(r, (0, None)) for r in rd), key=lambda x: x[0], default=(0, None))
         for c in classes:
-            d += _load_latency(g.level, arch) if _is_load(ex) else _latency(c, arch)
+            d += _load_latency(g.level, arch) if _is_load(ex) else _latency(c, arch)  # (g: the load's level)
             node = (c, node)
         for r in wr:
             depth[r] = (d, node)
