@@ -334,3 +334,34 @@ def test_one_cta_per_timing_run_and_a_list_of_ctas_is_refused(chase_module):
     k((2,), (32,), (table, out))
     run = k.last_result.timing
     assert dict(run.program.meta)["cta"] == "1,0,0" and run.recorded.ctas == 2
+
+
+LOCAL = r"""
+extern "C" __global__ void local_table(const unsigned* t, unsigned* out, int n) {
+    unsigned a[64];                                   // indexed at run time: in local memory
+    for (int i = 0; i < 64; ++i) a[i] = t[i] * 3u;
+    unsigned s = 0;
+    for (int i = 0; i < n; ++i) s += a[(i * 7) & 63];
+    out[threadIdx.x] = s;
+}
+"""
+
+
+def test_local_memory_is_not_a_global_access_and_every_global_load_is_looked_up():
+    k = xp.RawModule(code=LOCAL, options=ARCH).get_function("local_table")
+    k.timing = True
+    t = np.arange(64, dtype=np.uint32)
+    out = xp.zeros(1, dtype=xp.uint32)
+    k((1,), (1,), (xp.asarray(t), out, np.int32(10)))
+    assert int(out.get()[0]) == sum(3 * int(t[(i * 7) & 63]) for i in range(10))
+    run = k.last_result.timing
+    counts: dict[str, int] = {}
+    for role in run.program.roles:
+        for r in role.records:
+            if isinstance(r, CudaCoreBlock):
+                for c, n in r.counts:
+                    counts[c] = counts.get(c, 0) + n
+    assert counts.get("LDL", 0) >= 10 and counts.get("STL", 0) >= 16  # (nvcc stores the array 16 bytes at a time)
+    ldg = sum(n for c, n in counts.items() if c.startswith("LDG"))
+    assert ldg == 64 and sum(run.engine.l1.levels.values()) == ldg  # each one looked up: 256 bytes, 8 sectors
+    assert run.engine.l1.levels["dram"] == 8
