@@ -2,11 +2,15 @@
 
 Run: ``.venv/bin/python benchmarks/bench_ptx_exec.py``. The target (issue 26) is >= 2 M thread-instructions/s on
 the project's 2-core machine. Kernels: a 64x64x64 tiled SGEMM (16x16 tiles in shared memory, 16 CTAs of 256
-threads) and a shared-memory block reduction; each is checked against numpy before it is timed.
+threads), a shared-memory block reduction (each checked against numpy before it is timed), and a loop of
+directed-rounding f32, f16x2 and f64 fma (the ALU's exactly rounded paths; its outputs only checked finite here).
 
-Measured 2026-12-01 on the project's 2-core machine, three fresh runs: SGEMM 3.3-3.7 M thread-instructions/s
-(about 105-115 k warp instructions/s; the f32 ``fma`` of simtc.ptx.alu is the largest share), reduction
-6.6-7.7 M thread-instructions/s. Under load from other processes the SGEMM figure dropped to about 1.9 M.
+Launches are timed in the process's CPU time (a shared machine's other processes add wall time; under heavy load
+CPU time still grows somewhat). Measured 2026-12-01 on the project's 2-core machine, wall time, three fresh runs:
+SGEMM 3.3-3.7 M thread-instructions/s (about 105-115 k warp instructions/s; the f32 ``fma`` of simtc.ptx.alu is
+the largest share), reduction 6.6-7.7 M thread-instructions/s. Under load from other processes the SGEMM figure
+dropped to about 1.9 M. 2026-12-03, CPU time, the machine at load average 8 on its 2 cores: SGEMM 1.0-1.3 M,
+reduction 2.3-2.6 M, the fma loop 1.1-1.2 M (0.38-0.40 M before the ALU's rounding was vectorised).
 """
 
 from __future__ import annotations
@@ -48,6 +52,23 @@ extern "C" __global__ void reduce(const float* x, float* out, int n) {
 }'''
 
 
+MIXED = r'''
+#include <cuda_fp16.h>
+extern "C" __global__ void mixed(const float* x, __half2* h, double* d, float* y, int iters) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  float a = x[i], r = 0.f;
+  __half2 hv = h[i], hk = __floats2half2_rn(0.5f, 0.25f);
+  double dv = (double)a, dk = 1.0000001;
+  for (int k = 0; k < iters; ++k) {
+    r = __fmaf_rz(a, r, 0.75f);             // fma.rz.f32: directed rounding
+    r = __fadd_rd(r, 1e-3f);                // add.rm.f32
+    hv = __hfma2(hv, hk, hk);               // fma.rn.f16x2
+    dv = __fma_rn(dv, dk, -1e-9);           // fma.rn.f64
+  }
+  y[i] = r + __low2float(hv) + __high2float(hv) + (float)dv;
+}'''
+
+
 def _module(src: str):
     return parse(compile_cuda(src, arch="sm_90a", output="ptx", options=("-lineinfo",)).decode())
 
@@ -65,10 +86,10 @@ def bench_sgemm(n: int = 64) -> tuple[float, int]:
     a = rng.integers(-4, 4, (n, n)).astype(np.float32)
     b = rng.integers(-4, 4, (n, n)).astype(np.float32)
     pa, pb, pc = _buf(dev, a), _buf(dev, b), _buf(dev, np.zeros((n, n), np.float32))
-    t0 = time.perf_counter()
+    t0 = time.process_time()
     r = launch(m, "sgemm", grid=(n // 16, n // 16, 1), block=(16, 16, 1),
                args=[pa, pb, pc, np.int32(n), np.int32(n), np.int32(n)], device=dev)
-    dt = time.perf_counter() - t0
+    dt = time.process_time() - t0
     c = dev.memory.view(pc, 4 * n * n).view(np.float32).reshape(n, n)
     if not np.array_equal(c, a @ b):  # small integers: exact in fp32
         raise SystemExit("sgemm result differs from numpy")
@@ -80,16 +101,42 @@ def bench_reduce(n: int = 1 << 16) -> tuple[float, int]:
     m = _module(REDUCE)
     x = np.ones(n, np.float32)
     px, po = _buf(dev, x), _buf(dev, np.zeros(8, np.float32))
-    t0 = time.perf_counter()
+    t0 = time.process_time()
     r = launch(m, "reduce", grid=(8, 1, 1), block=(256, 1, 1), args=[px, po, np.int32(n)], device=dev)
-    dt = time.perf_counter() - t0
+    dt = time.process_time() - t0
     if dev.memory.view(po, 32).view(np.float32).sum() != n:
         raise SystemExit("reduce result differs from numpy")
     return dt, r.total_thread_instructions
 
 
+def bench_mixed(n: int = 1024, iters: int = 32) -> tuple[float, int]:
+    """Directed-rounding f32, f16x2 and f64 fma in one loop (the ALU's exactly rounded paths, checked bit for bit
+    by tests/ptx/test_alu_exact.py and the H200 recording); here only timed, the outputs checked to be finite."""
+    dev = Device()
+    m = _module_inc(MIXED)
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal(n).astype(np.float32)
+    h = rng.standard_normal(2 * n).astype(np.float16)
+    px, ph = _buf(dev, x), _buf(dev, h)
+    pd, py = _buf(dev, np.zeros(n, np.float64)), _buf(dev, np.zeros(n, np.float32))
+    t0 = time.process_time()
+    r = launch(m, "mixed", grid=(n // 256, 1, 1), block=(256, 1, 1), args=[px, ph, pd, py, np.int32(iters)],
+               device=dev)
+    dt = time.process_time() - t0
+    y = dev.memory.view(py, 4 * n).view(np.float32)
+    if not np.isfinite(y).all():
+        raise SystemExit("mixed kernel result is not finite")
+    return dt, r.total_thread_instructions
+
+
+def _module_inc(src: str):
+    return parse(compile_cuda(src, arch="sm_90a", output="ptx",
+                              options=("-lineinfo", "-I/usr/local/cuda/include")).decode())
+
+
 if __name__ == "__main__":
-    for name, fn in (("sgemm 64x64x64", bench_sgemm), ("reduce 65536", bench_reduce)):
+    for name, fn in (("sgemm 64x64x64", bench_sgemm), ("reduce 65536", bench_reduce),
+                     ("mixed fp 1024x32", bench_mixed)):
         fn()  # compile and warm up (the module's code is cached per device; a fresh device recompiles)
         dt, n = fn()
         print(f"{name:16s} {n:>10,d} thread-instructions in {dt:6.3f} s: {n / dt / 1e6:5.2f} M thread-instr/s "
