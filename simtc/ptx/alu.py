@@ -261,9 +261,11 @@ def _round_bf16_bits(s: np.ndarray, sticky, rnd: str) -> np.ndarray:
 
     x is first rounded to odd into f32 (round toward zero, the last bit set where inexact): f32 has 16 more
     bits than bf16 at every exponent (normal and subnormal alike), so rounding that value into bf16 in any
-    direction gives the rounding of x itself (Boldo and Melquiond, "Emulation of FMA and correctly rounded
-    sums: proved algorithms using rounding to odd", IEEE Trans. Computers 57(4), 2008, Theorem 1: k >= 2
-    extra bits). The final rounding is integer arithmetic on the f32 magnitude's bits."""
+    direction gives the rounding of x itself (rounding to odd with k >= 2 extra bits, then to nearest, is
+    innocuous: Boldo and Melquiond, "Emulation of FMA and correctly rounded sums: proved algorithms using
+    rounding to odd", IEEE Trans. Computers 57(4), 2008; a directed rounding needs only that the odd value stays
+    strictly between the same two bf16 neighbours). The final rounding is integer arithmetic on the f32
+    magnitude's bits. tests/ptx/test_alu_exact.py checks it against exact rationals."""
     r = s.astype(np.float32)
     r64 = r.astype(np.float64)
     c = _side(s, r64, sticky)
@@ -1222,7 +1224,7 @@ def _small_arith(kind: str, et: str, rnd: str, ftz: bool) -> Callable:
 
 def _fma64_rn(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> tuple[np.ndarray]:
     """fma.rn.f64 exactly, vectorised: Boldo and Melquiond's emulated FMA ("Emulation of FMA and correctly
-    rounded sums: proved algorithms using rounding to odd", IEEE Trans. Computers 57(4), 2008, Algorithm 5):
+    rounded sums: proved algorithms using rounding to odd", IEEE Trans. Computers 57(4), 2008):
     (uh, ul) = a*b exactly (Dekker's TwoProduct with Veltkamp's split), (th, tl) = c + uh exactly (TwoSum),
     v = tl + ul rounded to odd (TwoSum, then the odd neighbour where inexact), result = RN(th + v).
     The theorem needs no overflow and no underflow: lanes with a product below 2**-968, a result beyond
