@@ -220,6 +220,7 @@ class HazardChecker:
         self._bar_hits: dict[int, tuple[str, ...]] = {}  # shared-memory range-set id -> barriers it overlaps
         self._live: dict[str, tuple | None] = {}  # mbarrier -> its last init record (valid), absent: not valid
         self._invalid: set[str] = set()  # mbarriers an mbarrier.inval ended (and no init since)
+        self._inval_of: dict[str, tuple[int, int, int]] = {}  # mbarrier -> (warp, MB seq, record) of that inval
         self._fresh: set[str] = set()  # table mbarriers whose first mbarrier.init is the table's own
         self._fresh_used: set[tuple[str, int]] = set()  # (such a barrier, a warp that used it before any init)
         self._lifecycle = any(op.kind == K_INVAL for a in warps for op in a.ops)
@@ -508,6 +509,11 @@ class HazardChecker:
                              f"mbarrier.init of {bar}, which is a valid mbarrier ("
                              f"{'initialised by ' + self._recname(prev) if prev else 'the table initialised it'}) "
                              "with no mbarrier.inval since")
+            gone = self._inval_of.pop(bar, None)
+            if gone is not None and gone[0] != w.idx and k.vc.get((MB, gone[0]), 0) < gone[1]:
+                self._hazard("mbarrier-init-in-use", self._rec(gone[0], gone[2]), me,
+                             f"no synchronisation orders {self.fmt(gone[0], gone[2])} before {w.name}'s mbarrier.init "
+                             f"of {bar}: in another schedule the init comes first, on a valid barrier")
             self._live[bar] = me
             self._invalid.discard(bar)
         elif bar in self._invalid:
@@ -527,6 +533,8 @@ class HazardChecker:
             k.mb_seq += 1
             k.vc[(MB, w.idx)] = k.mb_seq
             self._uses.setdefault(bar, {})[w.idx] = (k.mb_seq, i)
+            if kind == K_INVAL and bar in self._invalid:
+                self._inval_of[bar] = (w.idx, k.mb_seq, i)
         if self.table is not None and bar in self.table:
             return
         if kind == K_INIT:

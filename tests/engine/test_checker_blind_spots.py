@@ -84,6 +84,16 @@ def inval_in_use(ordered: bool):
     return program(("producer", (0,), prod, 1), ("consumer", (1,), cons, 1), bars=[("full", 1), ("done", 1)])
 
 
+def init_after_other_warps_inval(ordered: bool):
+    """Warp 0 uses ``x`` and invalidates it; warp 1 initialises it anew for its own use. Fixed: a bar.sync after the
+    inval orders warp 1's init after it (without it, another schedule inits first, on the still-valid barrier)."""
+    first = [isa.MbarrierInit("x", 32), isa.MbarrierArrive("x"), isa.MbarrierTryWait("x", 0), isa.MbarrierInval("x"),
+             isa.BarSync(1, 64) if ordered else work()]
+    second = [isa.BarSync(1, 64) if ordered else work(), isa.MbarrierInit("x", 32), isa.MbarrierArrive("x"),
+              isa.MbarrierTryWait("x", 0)]
+    return program(("first", (0,), first), ("second", (1,), second))
+
+
 def overwrite_barrier(after_inval: bool):
     """An st.shared of 8 bytes at the barrier's address (the table's ``addr``): a bug while the barrier is valid,
     the memory's next use once it is invalidated."""
@@ -240,6 +250,22 @@ def cp_then_mma(cp_committed: bool):
                    bars=[("issued", 32), ("done", 1), ("cp_done", 1)])
 
 
+def cp_then_mma_lanes(cp_committed: bool):
+    """The same within one warp: lane A's tcgen05.cp, then (elect.sync, with the tcgen05 fences around it) lane B's
+    MMA reading the copy and B's commit; the epilogue deallocates after B's commit only (the bug) or after A's own
+    commit too (fixed)."""
+    lane_a = [isa.ElectSync(), isa.Cp(128, smem(A)), isa.FenceBeforeThreadSync(), isa.ElectSync()]
+    lane_a += [isa.Commit("cp_done")] if cp_committed else []
+    lane_b = [isa.ElectSync(), isa.ElectSync(), isa.FenceAfterThreadSync(), isa.Mma(0, 128, smem(B), IDESC, False),
+              isa.Commit("done")]
+    epi = [isa.Alloc(256, ADDR), isa.FenceBeforeThreadSync(), isa.BarSync(1, 64), isa.MbarrierTryWait("done", 0)]
+    epi += [isa.MbarrierTryWait("cp_done", 0)] if cp_committed else []
+    epi += [isa.FenceAfterThreadSync(), isa.Ld(0, "32x32b", 32, "d"), isa.WaitLd(), isa.Dealloc(0, 256)]
+    warp = [isa.BarSync(1, 64), isa.FenceAfterThreadSync(), isa.ElectSync(), isa.ElectSync()]
+    return program(("epi", (0,), epi), ("warp4", (4,), warp), ("lane_a", (4,), lane_a, 1),
+                   ("lane_b", (4,), lane_b, 1), bars=[("done", 1), ("cp_done", 1)])
+
+
 def elect_store(elect: bool):
     """Warp 0 fills a tile with st.shared and fences it for the async proxy; its elected lane stores it to global
     memory by TMA. elect.sync orders the lane's store after the warp's st.shared (one warp's program order); without
@@ -283,6 +309,7 @@ BUGS = {  # name: (program, the rule each of 16 schedules shows)
     "reinit-in-use": (lambda: reinit(False), "mbarrier-init-in-use"),
     "reinit-table-barrier": (lambda: reinit_table(False), "mbarrier-init-in-use"),
     "use-after-inval": (lambda: use_after_inval(False), "mbarrier-use-after-inval"),
+    "init-unordered-after-inval": (lambda: init_after_other_warps_inval(False), "mbarrier-init-in-use"),
     "inval-before-consumer": (lambda: inval_in_use(False), "mbarrier-inval-in-use"),
     "store-into-barrier": (lambda: overwrite_barrier(False), "mbarrier-object-overwritten"),
     "tma-into-barrier": (lambda: tma_over_barrier(False), "mbarrier-object-overwritten"),
@@ -298,6 +325,7 @@ BUGS = {  # name: (program, the rule each of 16 schedules shows)
     "named-count-changes-within-generation": (lambda: named_generations(True), "named-barrier-count-mismatch"),
     "commit-from-another-lane": (lambda: commit_lane(False), "tmem-read-before-commit"),
     "dealloc-after-uncommitted-cp": (lambda: cp_then_mma(False), "tmem-dealloc-in-flight"),
+    "dealloc-after-uncommitted-cp-of-a-lane": (lambda: cp_then_mma_lanes(False), "tmem-dealloc-in-flight"),
     "lane-store-without-elect": (lambda: elect_store(False), "smem-read-before-complete"),
     "shift-then-ld-without-commit": (lambda: shift_then_ld(False), "tmem-read-before-commit"),
 }
@@ -305,6 +333,7 @@ TWINS = {  # the bugs fixed (each the same scene)
     "reinit-in-use": lambda: reinit(True),
     "reinit-table-barrier": lambda: reinit_table(True),
     "use-after-inval": lambda: use_after_inval(True),
+    "init-unordered-after-inval": lambda: init_after_other_warps_inval(True),
     "inval-before-consumer": lambda: inval_in_use(True),
     "store-into-barrier": lambda: overwrite_barrier(True),
     "tma-into-barrier": lambda: tma_over_barrier(True),
@@ -320,6 +349,7 @@ TWINS = {  # the bugs fixed (each the same scene)
     "named-count-changes-within-generation": lambda: named_generations(False),
     "commit-from-another-lane": lambda: commit_lane(True),
     "dealloc-after-uncommitted-cp": lambda: cp_then_mma(True),
+    "dealloc-after-uncommitted-cp-of-a-lane": lambda: cp_then_mma_lanes(True),
     "lane-store-without-elect": lambda: elect_store(True),
     "shift-then-ld-without-commit": lambda: shift_then_ld(True),
 }
