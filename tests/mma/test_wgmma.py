@@ -84,7 +84,7 @@ def test_errors():
 
 def _cutlass_index(n_values: int) -> np.ndarray:
     """CUTLASS's CLayout_64xN / ALayout_64x16 ((4,8,4),(2,2,V/4)) : ((128,1,16),(64,8,512)) as column-major indices
-    m + 64 n of a (64, 2 * n_values) matrix (mma_traits_sm90_gmma.hpp lines 433-435 and 451-452 at 7107b05)."""
+    m + 64 n of a (64, 2 * n_values) matrix (CUTLASS at 7107b05, mma_traits_sm90_gmma.hpp lines 433-435, 451-452)."""
     t = np.arange(128)[:, None]
     v = np.arange(n_values)[None, :]
     return 128 * (t % 4) + (t // 4) % 8 + 16 * (t // 32) + 64 * (v % 2) + 8 * ((v // 2) % 2) + 512 * (v // 4)
