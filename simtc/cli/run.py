@@ -53,7 +53,9 @@ def register(sub) -> None:
     p = sub.add_parser("run", help="execute a CUDA C++ or PTX kernel on .npy inputs (simtc's PTX executor)",
                        description="Compile a CUDA C++ kernel to PTX (or take a .ptx file), execute it warp by warp "
                                    "in simtc's executor on .npy inputs, and write every array argument back to "
-                                   "DIR/NAME.npy. Exit 0 when it ran, 1 on a kernel fault, 2 on bad usage.")
+                                   "DIR/NAME.npy; or, as flashmla-sm90, compile FlashMLA's own SM90 sparse decode "
+                                   "from a checkout and execute it on a FlashMLA inputs file. Exit 0 when it ran, 1 "
+                                   "on a kernel fault, 2 on bad usage.")
     p.add_argument("file", metavar="FILE.cu|FILE.ptx|flashmla-sm90",
                    help="CUDA C++ source (.cu), a PTX module (.ptx), or flashmla-sm90: FlashMLA's SM90 sparse decode "
                         "compiled from --flashmla DIR")
@@ -61,9 +63,9 @@ def register(sub) -> None:
                    help="the kernel: its PTX .entry name, or its C++ name when that is unique (default: the "
                         "module's only kernel)")
     p.add_argument("--grid", default=None, metavar="X[,Y,Z]", type=int_list(1, 2**31 - 1, _DIMS, max_items=3),
-                   help="CTAs in x, y, z (required for a FILE)")
+                   help="CTAs in x, y, z (required for a FILE; default: none)")
     p.add_argument("--block", default=None, metavar="X[,Y,Z]", type=int_list(1, 1024, _DIMS, max_items=3),
-                   help="threads per CTA in x, y, z (required for a FILE)")
+                   help="threads per CTA in x, y, z (required for a FILE; default: none)")
     p.add_argument("--smem", type=int_in(0, None, "dynamic shared memory is a byte count >= 0"), default=0,
                    metavar="N", help="dynamic shared memory per CTA in bytes")
     p.add_argument("--arg", action="append", default=[], metavar="NAME=FILE.npy|NUMBER",
@@ -71,7 +73,7 @@ def register(sub) -> None:
                         "(default: none)")
     p.add_argument("--out", default=None, metavar="DIR",
                    help="directory the array arguments are written to after the run (made if missing; required for "
-                        "a FILE)")
+                        "a FILE; default: none)")
     p.add_argument("--arch", default=None, metavar="sm_XX",
                    help="target of a .cu file's compilation, e.g. sm_100a (default: sm_90a)")
     p.add_argument("-O", "--option", action="append", default=[], metavar="OPT",

@@ -250,7 +250,8 @@ def add_arguments(p) -> None:
                    help="CUTLASS headers for --flashmla (default: $SIMTC_FLASHMLA_CUTLASS, else the checkout's "
                         "csrc/cutlass/include)")
     g.add_argument("--inputs", metavar="FILE.npz", default=None,
-                   help="a FlashMLA inputs file (docs/flashmla_formats.md; 'simtc inputs make' writes one)")
+                   help="a FlashMLA inputs file (docs/flashmla_formats.md; 'simtc inputs make' writes one; required "
+                        "for flashmla-sm90; default: none)")
     g.add_argument("--save-outputs", metavar="OUT.npz", default=None,
                    help="write the executed kernel's outputs (out, lse) in FlashMLA's format (default: none)")
     g.add_argument("--mufu-ulps", type=int_in(-4, 4, "--mufu-ulps is -4 ... 4"), default=0, metavar="K",
