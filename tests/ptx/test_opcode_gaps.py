@@ -352,3 +352,89 @@ def test_atomics_and_int128_as_nvcc_emits_them():
     for _ in range(8):
         acc = np.float32(acc + np.float32(1e-41))
     assert np.array_equal(got[6], np.full(4, acc, np.float32)) and acc > np.float32(1e-40)
+
+
+RED_PTX = r"""
+.version 8.5
+.target sm_90a
+.address_size 64
+
+.visible .entry r(.param .u64 p, .param .u64 q, .param .u64 o)
+{
+  .reg .pred %p<2>;
+  .reg .b32 %r<6>;
+  .reg .b64 %rd<12>;
+  .reg .b128 %q<4>;
+  ld.param.u64 %rd1, [p];
+  ld.param.u64 %rd2, [q];
+  ld.param.u64 %rd9, [o];
+  mov.u32 %r1, %tid.x;
+  mul.wide.u32 %rd7, %r1, 4;
+  add.s64 %rd8, %rd2, %rd7;
+  ld.global.b32 %r2, [%rd8];
+  red.global.add.noftz.bf16x2 [%rd1], %r2;
+  mul.wide.u32 %rd3, %r1, 16;
+  add.s64 %rd4, %rd1, 16;
+  add.s64 %rd4, %rd4, %rd3;
+  ld.global.b128 %q1, [%rd4];
+  mov.b128 {%rd5, %rd6}, %q1;
+  mov.b128 %q2, {%rd6, %rd5};
+  and.b32 %r3, %r1, 1;
+  setp.eq.u32 %p1, %r3, 0;
+  @%p1 atom.global.cas.b128 %q3, [%rd4], %q1, %q2;
+  @!%p1 atom.global.cas.b128 %q3, [%rd4], %q2, %q1;
+  add.s64 %rd10, %rd9, %rd3;
+  st.global.b128 [%rd10], %q3;
+  ret;
+}
+"""
+
+
+def test_red_bf16x2_on_one_address_and_cas_b128():
+    """32 lanes' red.global.add.noftz.bf16x2 on one word (in lane order, each half rounded to nearest even), and
+    atom.cas.b128: even lanes compare with the value in memory (the swap happens), odd lanes with its halves
+    swapped (no swap); every lane gets the old 16 bytes."""
+    m = parser.parse(RED_PTX, name="red.ptx")
+    dev = Device()
+    rng = np.random.default_rng(9)
+    vals = _bf16_bits(rng.standard_normal(64).astype(np.float32))
+    start = _bf16_bits(np.array([1.5, -2.0], np.float32))
+    words = rng.integers(0, 2**63, (32, 2), dtype=np.uint64)
+    mem = np.concatenate([start.view(np.uint8), np.zeros(12, np.uint8), words.view(np.uint8).reshape(-1)])
+    pp = _put(dev, mem)
+    pq = _put(dev, vals)
+    po = _put(dev, np.zeros((32, 2), np.uint64))
+    launch(m, "r", grid=(1, 1, 1), block=(32, 1, 1), args=[pp, pq, po], device=dev)
+    got = dev.memory.view(pp, mem.nbytes).copy()
+    acc = [int(start[0]), int(start[1])]
+    for i in range(32):
+        for h in range(2):
+            acc[h] = _bf16_add(acc[h], int(vals[2 * i + h]))
+    assert list(got[:4].view(np.uint16)) == acc
+    after = got[16:].view(np.uint64).reshape(32, 2)
+    even = np.arange(32) % 2 == 0
+    assert np.array_equal(after[even], words[even][:, ::-1]) and np.array_equal(after[~even], words[~even])
+    assert np.array_equal(dev.memory.view(po, 512).view(np.uint64).reshape(32, 2), words)
+
+
+def test_vector_atomics_outside_their_forms_are_refused():
+    for body in ("atom.shared.add.v2.f32 {%f1, %f2}, [%r1], {%f3, %f4};",
+                 "atom.global.add.v2.f64 {%fd1, %fd2}, [%rd1], {%fd3, %fd4};",
+                 "atom.global.add.b128 %q1, [%rd1], %q2;", "atom.global.add.u16 %rs1, [%rd1], %rs2;"):
+        ptx = f"""
+.version 8.5
+.target sm_90a
+.address_size 64
+.visible .entry v(.param .u64 p)
+{{
+  .reg .b16 %rs<3>; .reg .b32 %r<2>; .reg .f32 %f<5>; .reg .f64 %fd<5>; .reg .b64 %rd<2>; .reg .b128 %q<3>;
+  ld.param.u64 %rd1, [p];
+  mov.u32 %r1, 0;
+  {body}
+  ret;
+}}
+"""
+        m = parser.parse(ptx, name="v.ptx")
+        dev = Device()
+        with pytest.raises(PtxUnsupported, match="rule: atomic"):
+            launch(m, "v", grid=(1, 1, 1), block=(32, 1, 1), args=[_put(dev, np.zeros(64, np.uint8))], device=dev)
