@@ -12,7 +12,7 @@ compiler or sources are missing):
   ``-lineinfo``;
 * FlashMLA's ``csrc/sm100/decode/head64/instantiations/v32.cu`` when ``SIMTC_FLASHMLA_DIR`` names a checkout
   (its CUTLASS from the submodule or ``SIMTC_FLASHMLA_CUTLASS``), with FlashMLA's nvcc flags and ``-lineinfo``,
-  built by the library's builder (:func:`simtc.kernels.flashmla.executed_head64.head64_ptx`, the PTX simtc executes).
+  built by the library's builder (:func:`simtc.cuda.executed_sm100.head64.head64_ptx`, the PTX simtc executes).
 
 Measured on the project's 2-core development machine (best of 5, nvcc 13.0; the lines include ``-lineinfo``'s
 ``.debug_str`` section, which the parser skips line by line; the machine is shared, so expect ±30 %):
@@ -93,8 +93,8 @@ def cute_tutorial_02(*, lineinfo: bool) -> str:
 
 def flashmla_head64() -> str:
     """The PTX of FlashMLA's head64 V32 kernel, from the library's one builder
-    (:func:`simtc.kernels.flashmla.executed_head64.head64_ptx`: FlashMLA's flags, ``-lineinfo``, sm_100a)."""
-    from simtc.kernels.flashmla.executed_head64 import head64_ptx
+    (:func:`simtc.cuda.executed_sm100.head64.head64_ptx`: FlashMLA's flags, ``-lineinfo``, sm_100a)."""
+    from simtc.cuda.executed_sm100.head64 import head64_ptx
 
     return head64_ptx(None, "v32")
 

@@ -15,7 +15,7 @@ Whole kernels take ``--model v32|model1`` and ``--blocks N``: ``simtc program fl
 (:mod:`simtc.kernels.registry`).
 
 ``simtc program diff flashmla-head64 --executed [--flashmla DIR] [--model M] [--blocks N] [--seed S] [--json]`` runs
-FlashMLA's own compiled head64 kernel in simtc (:mod:`simtc.kernels.flashmla.executed_head64`; the checkout from
+FlashMLA's own compiled head64 kernel in simtc (:mod:`simtc.cuda.executed_sm100.head64`; the checkout from
 ``--flashmla`` or ``$SIMTC_FLASHMLA_DIR``) on ``N`` blocks of random inputs, records block (0,0,0), and prints every
 difference between its asynchronous operations and the hand Program's, per role and in order (opcode, every
 descriptor field, instruction-descriptor bits, TMEM addresses and shapes, barriers, phases, tx bytes, TMA boxes and
@@ -139,7 +139,7 @@ def _diff(args) -> int:
         raise UsageError(f"{args.target} is the {fixed} kernel; --model {args.model} contradicts it",
                          rule="command-line usage")
     model = args.model or fixed or "v32"
-    from simtc.kernels.flashmla.executed_head64 import executed_diff
+    from simtc.cuda.executed_sm100.head64 import executed_diff
     from simtc.render.lines import LinesView
 
     d = executed_diff(args.flashmla, model, args.blocks or 2, args.seed)
