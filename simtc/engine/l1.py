@@ -149,6 +149,11 @@ class L1MissPath(OneServer):
 _H200_LAT = ("tests/data/h200_memory_latency.json (simtc calibrate --only memory_latency on an NVIDIA H200, "
              "1,980 MHz, 2026-12-01)")
 _REF_COP = "PTX ISA 9.0 §9.7.9.1 (Cache Operators: ld.ca caches at all levels, .cg in L2 only, .cv fetches again)"
+_REF_L2 = ("NVIDIA H100 Tensor Core GPU Architecture whitepaper (2022): 50 MB of L2 cache on the H100 SXM5, the GH100 "
+           "configuration the H200 keeps")
+_H200_EXEC = ("tests/data/h200_exec_timing.json (benchmarks/bench_exec_timing.py --gpu on an NVIDIA H200, 2026-12-03): "
+              "a one-thread chase over 100 distinct lines of a table the host has just copied steps 338 cycles (an LDG "
+              "L2 hit, ldg_l2_latency 324, and its address arithmetic), 655 after a 256 MiB write pushed it out of L2")
 _REF_UNIFIED = ("NVIDIA Hopper Tuning Guide, 'Increased L1 Capacity' / CUDA C++ Programming Guide, compute capability "
                 "9.0 'Shared Memory': one 256 KB data cache per SM holds L1 and shared memory, shared memory takes "
                 "0, 8, 16, 32, 64, 100, 132, 164, 196 or 228 KB of it")
@@ -173,6 +178,10 @@ def _cache_table(arch: str):
                   src("an ld.global.cg.u64 pointer chase through an 8 MiB pool read once whole before (all of it in "
                       "L2): 323.8 cycles per dependent load (chases ldg/l2); the bulk-copy path's l2_hit_latency "
                       "(250) lacks the load's L1 and LSU stages"), ("memory system",)),
+        Parameter("l2_bytes", 50 * 1024 * 1024, "B", "documented" if sm90 else "assumed",
+                  (_REF_L2 if sm90 else f"the H200's figure, assumed (no B200 figure used): {_REF_L2}")
+                  + f"; a launch whose device allocations fit in it starts with them in L2, as the host's copies "
+                    f"leave them: {_H200_EXEC}", ("memory system",)),
         Parameter("l1_unified_bytes", 256 * 1024, "B", "documented" if sm90 else "assumed",
                   _REF_UNIFIED if sm90 else f"the sm90 figure, assumed equal on sm100 (the Blackwell SM keeps a "
                                             f"unified L1/shared data cache of the same size): {_REF_UNIFIED}",
@@ -239,8 +248,8 @@ class GlobalCaches:
       that finds a sector still on its way waits for it (a hit under a miss). A global store writes through to L2
       and drops the sectors it writes from L1 (assumed: no write-allocate in L1).
     * **L2**: every sector once fetched or written stays (assumed: one CTA's footprint is far below the 50 MB of an
-      H200's L2); a sector nobody touched before is in DRAM (assumed: what the host's copies left in L2 at launch is
-      not modelled, so the first touch is a miss).
+      H200's L2). A sector nobody touched before is in L2 when ``inputs_in_l2`` (the host's copies leave what they
+      wrote there: measured, ``tests/data/h200_exec_timing.json``), else in DRAM.
 
     :meth:`lookup` classifies a load's sectors; :meth:`fill` / :meth:`store` update the state.
 
@@ -261,7 +270,8 @@ class GlobalCaches:
         from collections import OrderedDict
 
         self.inputs_in_l2 = bool(inputs_in_l2)
-        """Every sector is in L2 at launch (as a host copy just before it can leave small inputs), not in DRAM."""
+        """Every sector is in L2 at launch, not in DRAM (what the host's copies leave when the device's data fits in
+        L2, ``l2_bytes``; measured, see the class text)."""
         self.l1_lines = max(0, int(capacity) // LINE)
         self.l1: OrderedDict[int, dict[int, int]] = OrderedDict()
         """line -> {sector -> cycle its data is in L1}, least recently used first."""

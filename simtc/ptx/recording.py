@@ -60,8 +60,10 @@ unlisted class (the ALU pipe). The Program's ``meta`` says so (``cuda_core_costs
 would share its SM (their warps on its sub-partitions, their loads in its L1) are not simulated, and HBM is shared
 with one CTA per SM of the grid (:func:`active_sms`). A loop that polls with ``mbarrier.test_wait`` keeps every
 poll (the engine's ``try_wait`` then passes the later ones at once); a lone ``mbarrier.expect_tx`` /
-``complete_tx`` has no record and is not replayed. The caches start cold (a sector's first touch is an HBM round
-trip; ``Recorded.engine(inputs_in_l2=True)``: every sector in L2 at launch). Schedules
+``complete_tx`` has no record and is not replayed. The L1 starts empty; L2 holds the launch's data when the
+device's allocations fit in it, as the host's copies leave them there (measured on the H200:
+``tests/data/h200_exec_timing.json``), else nothing (a first touch is an HBM round trip);
+``Recorded.engine(inputs_in_l2=...)`` chooses. Schedules
 (:meth:`EngineRun.schedules`) run the Program on engines of their own, without the recorded sectors: there every
 global load is an L1 miss to HBM (the Program's ``meta``, ``global_loads``, says so).
 """
@@ -452,6 +454,7 @@ class Recorder:
         self.kernel = kernel
         self.ctas = 1
         self.shared_bytes = 0
+        self.device_bytes = 0
         self.caches = None
         self.untimed: dict[int, str] = {}
         """PTX line -> text of executed copies the engine does not time (cp.async, prefetches, ...)."""
@@ -496,6 +499,7 @@ class Recorder:
         from simtc.engine.l1 import GlobalCaches, l1_capacity
 
         self.shared_bytes = int(getattr(cs, "shared_size", 0) or 0)
+        self.device_bytes = sum(int(a.size) for a in cs.launch.device.memory.allocations)
         self.caches = GlobalCaches(l1_capacity(self.arch, self.shared_bytes))
         self._cs = cs
         self._pos = len(self._log)
@@ -783,7 +787,8 @@ class Recorder:
                              ("arch", self.arch), ("cuda_core_costs", COSTS), ("global_loads", GLOBAL_LOADS),
                              *((("untimed", "; ".join(f"PTX {ln} `{_short(t, 60)}`" for ln, t in
                                                       sorted(self.untimed.items()))),) if self.untimed else ())))
-        return Recorded(prog, sources, self.arch, self.ctas, gmem=gmem, shared_bytes=self.shared_bytes)
+        return Recorded(prog, sources, self.arch, self.ctas, gmem=gmem, shared_bytes=self.shared_bytes,
+                        device_bytes=self.device_bytes)
 
 
 def _warps_name(wids: list[int]) -> str:
@@ -1093,14 +1098,27 @@ class Recorded:
     shared_bytes: int = 0
     """The CTA's shared memory (static + dynamic), beside which the L1 is left (:func:`simtc.engine.l1.l1_capacity`)."""
 
+    device_bytes: int = 0
+    """Bytes allocated on the device at launch (simtc.cuda's arrays: each copied from the host or set there)."""
+
+    @property
+    def inputs_in_l2(self) -> bool:
+        """Whether the launch starts with its data in L2: the device's allocations fit in ``l2_bytes`` (the host's
+        copies leave what they wrote in L2: :class:`simtc.engine.l1.GlobalCaches`)."""
+        from simtc.engine.l1 import CACHE_PARAMETERS
+
+        return self.device_bytes <= CACHE_PARAMETERS[self.arch]["l2_bytes"].value
+
     def source(self, role: str, index: int) -> Source | None:
         return self.sources.get((role, index))
 
-    def engine(self, *, timing=None, check: bool = True, inputs_in_l2: bool = False):
+    def engine(self, *, timing=None, check: bool = True, inputs_in_l2: bool | None = None):
         """A fresh :class:`simtc.engine.core.Engine` (timing mode) over the Program with the recorded loads' sectors
         in its L1 (:class:`simtc.engine.l1.CachedL1`, fed block by block by :class:`_LoadPlan`); the SMs sharing HBM
-        are :func:`active_sms`. ``inputs_in_l2``: every sector is in L2 at launch (default: a first touch goes to
-        HBM)."""
+        are :func:`active_sms`. ``inputs_in_l2``: every sector is in L2 at launch, or a first touch goes to HBM
+        (default: :attr:`inputs_in_l2`)."""
+        if inputs_in_l2 is None:
+            inputs_in_l2 = self.inputs_in_l2
         from simtc.engine.core import Engine
         from simtc.engine.l1 import CachedL1, GlobalCaches, l1_capacity
 
