@@ -448,3 +448,11 @@ def test_barrier_bytes_are_checked_in_a_replayed_recording_too():
     eng = Engine(overwrite_barrier(False), observers=[log]).run()
     again = HazardChecker.replay(log, eng.warps, eng.index)
     assert [h.rule for h in again.hazards] == [h.rule for h in eng.hazards] == ["mbarrier-object-overwritten"]
+
+
+def test_the_checker_does_not_change_the_trace_of_any_sweep_program():
+    progs = [b() for b, _ in BUGS.values()] + [b() for b in TWINS.values()] + [b() for b in TRICKY.values()]
+    for p in progs:
+        on, off = Engine(p).run(), Engine(p, check=False).run()
+        assert on.trace == off.trace, p.name
+        assert all(z.rule == "deadlock" for z in off.hazards)
