@@ -131,7 +131,7 @@ def _propagate64(out: np.ndarray, srcs, *, last: bool = True) -> np.ndarray:
     several are NaN: the last for add, sub, mul, fma, min and max (the DADD/DMUL/DFMA/DMNMX instructions),
     the first for div (a software sequence) -- as the H200 does (tests/data/h200_ptx_alu.npz)."""
     nan = (out & np.uint64(0x7FFFFFFFFFFFFFFF)) > np.uint64(0x7FF0000000000000)
-    if not nan.any():
+    if not np.count_nonzero(nan):
         return out
     pick = np.full(out.shape, np.uint64(_NAN["f64"]))
     for b in (srcs if last else list(reversed(srcs))):
@@ -233,7 +233,7 @@ def _round_native(s: np.ndarray, sticky, t: str, rnd: str) -> np.ndarray:
         mask, mid, low = _MIDMASK[t]
         hard = (np.asarray(sticky) != 0) & (((s.view(np.uint64) & np.uint64(mask)) == np.uint64(mid))
                                             | (np.abs(s) < low))
-        if not hard.any():
+        if not np.count_nonzero(hard):
             return r
         i = np.flatnonzero(hard)
         si, ri, ti = s[i], r[i], np.sign(np.asarray(sticky)[i] if np.ndim(sticky) else sticky)
@@ -250,10 +250,12 @@ def _round_native(s: np.ndarray, sticky, t: str, rnd: str) -> np.ndarray:
     r64 = r.astype(np.float64)
     c = _side(s, r64, sticky)
     if rnd == "rz":  # r on the far side of x from zero: one step toward zero
-        return np.where(np.sign(c) * r64 > 0, np.nextafter(r, ft(0)), r)
-    if rnd == "rm":
-        return np.where(c > 0, np.nextafter(r, ft(-np.inf)), r)
-    return np.where(c < 0, np.nextafter(r, ft(np.inf)), r)
+        np.putmask(r, np.sign(c) * r64 > 0, np.nextafter(r, ft(0)))
+    elif rnd == "rm":
+        np.putmask(r, c > 0, np.nextafter(r, ft(-np.inf)))
+    else:
+        np.putmask(r, c < 0, np.nextafter(r, ft(np.inf)))
+    return r
 
 
 def _round_bf16_bits(s: np.ndarray, sticky, rnd: str) -> np.ndarray:
@@ -270,15 +272,15 @@ def _round_bf16_bits(s: np.ndarray, sticky, rnd: str) -> np.ndarray:
     r64 = r.astype(np.float64)
     c = _side(s, r64, sticky)
     # round toward zero (as _round_native); inexact wherever r != x (NaN and Inf give c NaN: exact)
-    z = np.where(np.sign(c) * r64 > 0, np.nextafter(r, np.float32(0)), r)
-    b = z.view(np.uint32) | (np.abs(c) > 0).astype(np.uint32)
+    np.putmask(r, np.sign(c) * r64 > 0, np.nextafter(r, np.float32(0)))
+    b = r.view(np.uint32) | (np.abs(c) > 0).view(np.uint8)
     sign = b & np.uint32(0x80000000)
     mag = b & np.uint32(0x7FFFFFFF)
     if rnd == "rn":
         mag = mag + np.uint32(0x7FFF) + ((mag >> np.uint32(16)) & np.uint32(1))
     elif rnd != "rz":  # away from zero on the side the direction points to
         away = (sign == 0) if rnd == "rp" else (sign != 0)
-        mag = mag + np.where(away, np.uint32(0xFFFF), np.uint32(0))
+        mag = mag + away.view(np.uint8) * np.uint32(0xFFFF)
     return ((mag | sign) >> np.uint32(16)).astype(np.uint16)
 
 
@@ -1161,7 +1163,7 @@ def _build_float_arith(ctx: _Ctx) -> AluOp:
                 # subnormal range) with a non-zero tail: then round exactly
                 hard = (e != 0) & (((sm.view(np.uint64) & np.uint64(0x1FFFFFFF)) == np.uint64(0x10000000))
                                    | (np.abs(sm) < 2.0**-126))
-                v = _round_to(sm, e, et, rnd) if hard.any() else sm.astype(np.float32).astype(np.float64)
+                v = _round_to(sm, e, et, rnd) if np.count_nonzero(hard) else sm.astype(np.float32).astype(np.float64)
                 return (_finish(v, et, ftz=ftz, sat=sat, relu=relu),)
         return _op(ctx, (t,), (t,) * nsrc, fast_fma)
     if et == "f64" and rnd == "rn" and kind in ("add", "sub", "mul", "div"):
@@ -1217,7 +1219,7 @@ def _small_arith(kind: str, et: str, rnd: str, ftz: bool) -> Callable:
                 if rnd == "rm":
                     v = _zero_sign(v, e if e is not None else 0.0, p, q, rnd)
             out = _round_bf16_bits(v, e, rnd) if et == "bf16" else _round_native(v, e, et, rnd).view(nan.dtype)
-            out = np.where(v != v, nan, out)
+            np.putmask(out, v != v, nan)
             return (_flush(out, et) if ftz else out,)
     return fn
 
@@ -1247,11 +1249,11 @@ def _fma64_rn(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> tuple[np.ndarray]:
         vb = v - tl
         ve = (tl - (v - vb)) + (ul - vb)
         even = (ve != 0) & ((v.view(np.uint64) & np.uint64(1)) == 0)
-        if even.any():
-            v = np.where(even, np.nextafter(v, np.copysign(np.inf, ve)), v)
+        if np.count_nonzero(even):
+            np.putmask(v, even, np.nextafter(v, np.copysign(np.inf, ve)))
         r = th + v
         bad = ~((np.abs(uh) > 2.0**-968) & (np.abs(r) < 2.0**1020))
-        if bad.any():
+        if np.count_nonzero(bad):
             i = np.flatnonzero(bad)
             r = r.copy()
             r[i] = _arith("fma", "f64", "rn", [x[i], y[i], z[i]])
