@@ -181,7 +181,7 @@ def cp(eng, w, op, i, now, ev) -> int:
 
 def shift(eng, w, op, i, now, ev) -> int:
     """``tcgen05.shift``: the tensor pipe, like a ``tcgen05.cp`` of the bytes it moves (32 per lane) [assumed: no
-    measurement of tcgen05.shift; PTX ISA 9.0 §9.7.16.9.1 calls it asynchronous, tracked by tcgen05.commit]."""
+    measurement of tcgen05.shift; PTX ISA 9.0 §9.7.16.9.3 calls it asynchronous, tracked by tcgen05.commit]."""
     eng.tensor_issued(w, op, i, ev, eng.pipe.cp(now, op.rec.nbytes, w.idx))
     return 1
 

@@ -227,7 +227,7 @@ class Cp(Instr):
 
 # ---- shift ---------------------------------------------------------------------------------------------
 SHIFT_COLUMNS = 8
-"""Columns one ``tcgen05.shift`` moves per lane: a 32-byte element (8 x 32-bit cells), PTX ISA 9.0 §9.7.16.9.1."""
+"""Columns one ``tcgen05.shift`` moves per lane: a 32-byte element (8 x 32-bit cells), PTX ISA 9.0 §9.7.16.9.3."""
 
 
 @functools.lru_cache(maxsize=256)
@@ -241,7 +241,7 @@ def _shift_footprint(taddr: int) -> Footprint:
 @frozen
 class Shift(Instr):
     """``tcgen05.shift.cta_group::1.down [taddr];`` (one thread, asynchronous): each lane's 32-byte element at
-    ``taddr`` moves one lane down (PTX ISA 9.0 §9.7.16.9.1). Its footprint reads and writes the element's 8 columns
+    ``taddr`` moves one lane down (PTX ISA 9.0 §9.7.16.9.3). Its footprint reads and writes the element's 8 columns
     in every lane from ``taddr``'s lane to 127 [assumed: PTX names the direction and the element size, not which
     lanes take part, so the whole column strip below ``taddr`` is taken]; it is tracked by ``tcgen05.commit`` like
     an MMA or a ``cp`` (§9.7.16.12.1). The semantics layer does not move data for it (timing and checking only)."""
@@ -256,7 +256,7 @@ class Shift(Instr):
         lane, col = unpack_taddr(self.taddr)
         if lane % QUADRANT_LANES:
             raise TmemAccessError(f"tcgen05.shift at lane {lane}: the matrix starts at a lane quadrant (0, 32, 64, 96)",
-                                  rule="tcgen05.shift starts at a quadrant [assumed]", ref="PTX ISA 9.0 §9.7.16.9.1")
+                                  rule="tcgen05.shift starts at a quadrant [assumed]", ref="PTX ISA 9.0 §9.7.16.9.3")
         _in_tmem(lane, LANES - lane, col, SHIFT_COLUMNS, "tcgen05.shift")
 
     @property

@@ -10,7 +10,7 @@ space the fence names (§9.7.16.6.5, §9.7.13.4); a re-wait of a consumed phase 
 token waits (§9.7.13.15.16); a named barrier whose thread count changes between generations (§9.7.13.1); a commit
 from another lane of the issuing warp and a dealloc after another thread's uncommitted ``tcgen05.cp`` whose
 pipelined MMA was committed (§9.7.16.12.1: a commit tracks its own thread's operations); ``elect.sync``, partial
-warps and ``tcgen05.shift`` as records (§9.7.13.14, §9.7.16.9.1).
+warps and ``tcgen05.shift`` as records (§9.7.13.14, §9.7.16.9.3).
 """
 
 from __future__ import annotations
@@ -285,7 +285,7 @@ def partial_warps():
     return program(("lo", (0,), lo, 16), ("hi", (0,), hi, 16), ("reader", (1,), reader), bars=[("row", 32)])
 
 
-# ---- tcgen05.shift (§9.7.16.9.1) -------------------------------------------------------------------------------
+# ---- tcgen05.shift (§9.7.16.9.3) -------------------------------------------------------------------------------
 def shift_then_ld(committed: bool):
     body = [isa.Alloc(256, ADDR), isa.Shift(128)]
     body += [isa.Commit("done"), isa.MbarrierTryWait("done", 0), isa.FenceAfterThreadSync()] if committed else []
