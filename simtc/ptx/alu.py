@@ -1147,8 +1147,8 @@ def _build_float_arith(ctx: _Ctx) -> AluOp:
             out = _finish(v, et, ftz=ftz, sat=sat, relu=relu)
             return (_propagate64(out, srcs, last=kind != "div") if et == "f64" else out,)
 
-    if et == "f64" and rnd == "rn" and kind == "fma":
-        return _op(ctx, (t,), (t,) * nsrc, _fma64_rn)
+    if et == "f64" and kind == "fma":
+        return _op(ctx, (t,), (t,) * nsrc, _fma64_rn if rnd == "rn" else _fma64_directed(rnd))
     if et != "f64" and kind != "div" and not (sat or relu) and not (et == "f32" and rnd == "rn"):
         return _op(ctx, (t,), (t,) * nsrc, _lanes2(_small_arith(kind, et, rnd, ftz), packed, et))
     if et == "f32" and rnd == "rn" and kind == "fma":
@@ -1224,7 +1224,22 @@ def _small_arith(kind: str, et: str, rnd: str, ftz: bool) -> Callable:
     return fn
 
 
+def _fma64_directed(rnd: str) -> Callable:
+    """fma.rz/rm/rp.f64: :func:`_fma64_rn`'s th + v, v = tl + ul rounded to odd, in the direction ``rnd``. Every
+    point where that rounding changes (an f64 value f, i.e. v = f - th) is a multiple of th's half ulp with a
+    significand of at most two bits (|tl + ul| is about an ulp of th at most, and where c and a*b cancel, tl is 0
+    and v = ul exactly), so never an odd f64: th + v and th + tl + ul lie on the same side of each of them and
+    round alike. The tail of th + v (TwoSum) gives the step."""
+    def fn(a, b, c):
+        return _fma64(a, b, c, rnd)
+    return fn
+
+
 def _fma64_rn(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> tuple[np.ndarray]:
+    return _fma64(a, b, c, "rn")
+
+
+def _fma64(a: np.ndarray, b: np.ndarray, c: np.ndarray, rnd: str) -> tuple[np.ndarray]:
     """fma.rn.f64 exactly, vectorised: Boldo and Melquiond's emulated FMA ("Emulation of FMA and correctly
     rounded sums: proved algorithms using rounding to odd", IEEE Trans. Computers 57(4), 2008):
     (uh, ul) = a*b exactly (Dekker's TwoProduct with Veltkamp's split), (th, tl) = c + uh exactly (TwoSum),
@@ -1252,11 +1267,17 @@ def _fma64_rn(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> tuple[np.ndarray]:
         if np.count_nonzero(even):
             np.putmask(v, even, np.nextafter(v, np.copysign(np.inf, ve)))
         r = th + v
+        if rnd != "rn":
+            rb = r - th
+            re = (th - (r - rb)) + (v - rb)
+            r = _round_to(r, re, "f64", rnd)
+            if rnd == "rm":  # an exact zero of a non-zero product and c: -0 rounding toward -Inf (IEEE 754 §6.3)
+                np.putmask(r, (r == 0) & (re == 0), -0.0)
         bad = ~((np.abs(uh) > 2.0**-968) & (np.abs(r) < 2.0**1020))
         if np.count_nonzero(bad):
             i = np.flatnonzero(bad)
             r = r.copy()
-            r[i] = _arith("fma", "f64", "rn", [x[i], y[i], z[i]])
+            r[i] = _arith("fma", "f64", rnd, [x[i], y[i], z[i]])
         return (_propagate64(r.view(np.uint64), [a, b, c]),)
 
 
