@@ -15,11 +15,9 @@ with the table just copied from the host and after a 256 MiB write has pushed it
 calibration's flush), 7 launches each, and writes the cycles. ``--compare FILE`` prints simtc's slopes beside a
 file written so (``tests/data/h200_exec_timing.json`` is one).
 
-Measured 2026-12-03 (H200 recording beside simtc, per chase step): the 64-byte table 39.5 cycles on the H200, 48.0
-in simtc (+22 %: PTX's ``mul.wide`` + ``add.s64`` counted as three dependent SASS instructions where ptxas emits one
-IMAD.WIDE); distinct lines just copied (L2 hits) 337.8 vs 343.0; after an L2 flush (HBM) 655.2 vs 711.0. The
-dual-QK kernel: 15,139 cycles (its data in L2, as the host's copies leave it), 26,449 with nothing in L2, 33,706
-before loads were looked up in the caches.
+Measured 2026-12-03 (H200 recording beside simtc, per chase step): the 64-byte table 39.5 cycles on the H200, 40.0
+in simtc (48.0 while PTX's ``mul.wide`` + ``add.s64`` counted as three SASS instructions instead of ptxas' one
+IMAD.WIDE.U32); distinct lines just copied (L2 hits) 337.8 vs 335.0; after an L2 flush (HBM) 655.2 vs 703.0.
 """
 
 from __future__ import annotations

@@ -52,9 +52,10 @@ of each PTX instruction is the SASS instruction NVIDIA's compilers emit for it i
 Binary Utilities, "Instruction Set Reference", the Hopper and Blackwell tables; e.g. ``fma.rn.f32`` -> ``FFMA``,
 ``mad.lo.s32`` -> ``IMAD``, ``ex2.approx.f32`` -> ``MUFU.EX2``, ``ld.shared.v4.f32`` -> ``LDS.128``); the
 multi-instruction expansions (division, remainder, correctly rounded ``rcp``/``sqrt``, 64-bit integer
-arithmetic) are simtc's estimate of their length, labelled as such in :data:`EXPANSIONS`. Classes the engine's
-table does not name (fp64 ``D*``, local memory, atomics, branches) are priced by the engine as it prices any
-unlisted class (the ALU pipe). The Program's ``meta`` says so (``cuda_core_costs``).
+arithmetic) are simtc's estimate of their length, labelled as such in :data:`EXPANSIONS`; an ``add.s64`` of a
+``mul.wide`` product nothing else reads is folded into its ``IMAD.WIDE`` as ptxas folds it (:func:`_fused`).
+Classes the engine's table does not name (fp64 ``D*``, local memory, atomics, branches) are priced by the engine
+as it prices any unlisted class (the ALU pipe). The Program's ``meta`` says so (``cuda_core_costs``).
 
 **Limits.** One CTA per timing run (the first, or the one asked for; a list of CTAs is refused): the CTAs that
 would share its SM (their warps on its sub-partitions, their loads in its L1) are not simulated, and HBM is shared
@@ -1003,6 +1004,29 @@ def _wavefronts(addrs: np.ndarray, width: int) -> int:
     return sum(bank_conflicts(a[i:i + 32], width=width).wavefronts for i in range(0, len(a), 32))
 
 
+def _fused(execs: list[_Exec]) -> set[int]:
+    """Positions of the ``add.{s,u}64`` that ``ptxas`` folds into the ``IMAD.WIDE`` of a ``mul.wide`` before it (the
+    64-bit addend of IMAD.WIDE: ``mul.wide.u32 a, i, 4; add.s64 p, base, a`` is one ``IMAD.WIDE.U32 p, i, 4, base``,
+    as nvcc 13.0 compiles an indexed load for sm_90a), when nothing else in the run reads the product."""
+    out: set[int] = set()
+    product: dict[str, int] = {}
+    reads: dict[str, int] = {}
+    for ex in execs:
+        for r in _deps(ex.ins)[0]:
+            reads[r] = reads.get(r, 0) + 1
+    for k, ex in enumerate(execs):
+        ins = ex.ins
+        rd, wr = _deps(ins)
+        if (ins.opcode == "add" and _type(ins) in ("s64", "u64", "b64") and ins.guard is None
+                and any(r in product and reads.get(r) == 1 for r in rd)):
+            out.add(k)
+        for r in wr:
+            product.pop(r, None)
+        if ins.opcode == "mul" and "wide" in ins.modifiers and len(wr) == 1:
+            product[wr[0]] = k
+    return out
+
+
 def _block(execs: list[_Exec], arch: str, at_end=frozenset(), reads=frozenset()) -> tuple:
     """A run of CUDA-core work as a :class:`~simtc.isa.cuda_core.CudaCoreBlock`, its Source and its global accesses
     ``(loads, stores)`` in the order the engine books them (``loads``: ``(sectors, policy)`` per load, class by class
@@ -1020,7 +1044,8 @@ def _block(execs: list[_Exec], arch: str, at_end=frozenset(), reads=frozenset())
     loads: dict[str, list] = {}
     stores: dict[str, list] = {}
     late = _loaded_out(execs)  # loads nothing in the block reads: not on its chain unless the next record reads them
-    for ex in execs:
+    fused = _fused(execs)
+    for pos, ex in enumerate(execs):
         ins = ex.ins
         space = ""
         if ins.opcode in _MEMORY:
@@ -1033,7 +1058,7 @@ def _block(execs: list[_Exec], arch: str, at_end=frozenset(), reads=frozenset())
                 counted = kind == "smem.read" or ins.opcode not in ("atom", "red")  # an atomic: once
                 if counted and a.size and a.size % width == 0:
                     wavefronts += _wavefronts(a.reshape(-1, width)[:, 0], width)
-        classes = sass_classes(ins, space)
+        classes = () if pos in fused else sass_classes(ins, space)
         for c in classes:
             counts[c] = counts.get(c, 0) + 1
         g = ex.gmem

@@ -40,7 +40,7 @@ DRAM = T90["dram_latency"]  # 691, measured
 H200_EXEC = Path(__file__).parents[1] / "data" / "h200_exec_timing.json"
 STEP = 30
 """Cycles a dependent load's step adds beyond the load's own latency: its address arithmetic on the chain
-(``mul.wide.u32`` + ``add.s64``: IMAD.WIDE, IADD3, IADD3.X at 4 cycles each = 12), the blocks' issue slots, the L1
+(``mul.wide.u32`` + ``add.s64``, one IMAD.WIDE.U32 as ptxas compiles it: 4 cycles), the blocks' issue slots, the L1
 miss path (1.78 cycles per line) and data pipe (a wavefront), the request's own bytes at 20.8 B/cycle, and the loop's
 compare and branch (nvcc unrolls the loop by 4): at most 30."""
 
@@ -113,9 +113,9 @@ def test_a_table_read_again_hits_l1_and_distinct_lines_each_go_to_l2_or_hbm(chas
 
 def test_the_chases_steps_are_the_h200s(chase_module):
     """Per-step cycles (100 steps less 20, over 80) against ``tests/data/h200_exec_timing.json`` (the same kernels
-    with ``clock64()`` on an H200, medians of 7 launches): distinct lines just copied by the host (L2 hits) and after
-    a 256 MiB flush (HBM) within 10 %; the 64-byte table (L1 hits) 22 % slow -- simtc counts PTX's ``mul.wide`` +
-    ``add.s64`` as three dependent SASS instructions (12 cycles) where ptxas emits one IMAD.WIDE."""
+    with ``clock64()`` on an H200, medians of 7 launches): the 64-byte table (L1 hits), distinct lines just copied by
+    the host (L2 hits) and after a 256 MiB flush (HBM), each within 10 %. (Before ``mul.wide`` + ``add.s64`` were
+    counted as the one IMAD.WIDE ptxas makes of them, the L1 steps were 22 % slow.)"""
     doc = json.loads(H200_EXEC.read_text())
     med = {(r["table"], r["l2"], r["steps"]): r["median"] for r in doc["rows"] if r["kernel"] == "chase"}
     hw = {(t, l2): (med[(t, l2, 100)] - med[(t, l2, 20)]) / 80 for t, l2, _ in med}
@@ -126,10 +126,8 @@ def test_the_chases_steps_are_the_h200s(chase_module):
         ours[(name, "just copied")] = (r100.cycles - r20.cycles) / 80
         ours[(name, "flushed")] = (_cold(r100).cycles - _cold(r20).cycles) / 80
     print({k: (round(v, 1), round(hw[k], 1)) for k, v in ours.items()})
-    for key in (("distinct", "just copied"), ("distinct", "flushed")):
+    for key in ours:
         assert abs(ours[key] / hw[key] - 1) < 0.10, (key, ours[key], hw[key])
-    for key in (("same", "just copied"), ("same", "flushed")):
-        assert 1.0 < ours[key] / hw[key] < 1.3, (key, ours[key], hw[key])
 
 
 def test_loads_whose_results_are_used_later_overlap(chase_module):
