@@ -62,10 +62,20 @@ _KERNELS: dict[str, object] = {}
 
 
 def _source(name: str) -> Path:
+    """A copy of the tutorial in simtc's build cache (its includes still come from SIMTC_CUTLASS_DIR through
+    ``-I``): compiling a file by its path writes the source there (simtc.hw.compile's nvcc route), which must not
+    touch the checkout, and a fixed path keeps the compile cached across sessions."""
+    from simtc.hw.compile import cache_dir
+
     src = TUTORIALS / f"{name}.cu"
     if not src.exists():
         pytest.skip(f"{src} is not in SIMTC_CUTLASS_DIR")
-    return src
+    copy = cache_dir() / "cutlass_tutorials" / src.name
+    text = src.read_text()
+    if not copy.exists() or copy.read_text() != text:
+        copy.parent.mkdir(parents=True, exist_ok=True)
+        copy.write_text(text)
+    return copy
 
 
 def _kernel(name: str):
