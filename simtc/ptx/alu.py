@@ -23,8 +23,8 @@ remainder for quotients and square roots), which gives the float64 result and th
 out; that pair is rounded once into the target in any IEEE direction: numpy's correctly rounded float64 ->
 float32/float16 cast gives one neighbour, the tail's sign picks the other where the direction (or a tie)
 needs it (:func:`_round_native`), and bf16 goes through a round-to-odd f32 (:func:`_round_bf16_bits`).
-f64 operations use the same transformations and step one ulp toward the mode; ``fma.rn.f64`` is Boldo and
-Melquiond's emulated FMA with rounding to odd (:func:`_fma64_rn`); lanes where a transformation could
+f64 operations use the same transformations and step one ulp toward the mode; ``fma.f64`` is Boldo and
+Melquiond's emulated FMA with rounding to odd (:func:`_fma64`), in every direction; lanes where a transformation could
 overflow or underflow fall back to Python's exact :class:`fractions.Fraction`. tests/ptx/test_alu_exact.py
 checks all of these against exact rational arithmetic.
 
