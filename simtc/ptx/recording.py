@@ -1231,9 +1231,15 @@ class EngineRun:
         return bool(self.engine.clean)
 
     def summary(self) -> dict:
-        """The engine's summary (cycles, hazards, deadlock, per role, units) and the Program's counts."""
+        """The engine's summary (cycles, hazards, deadlock, per role, units), the Program's counts, and the recorded
+        global loads by the level that answered them (``global_loads``: ``l1``, ``l2``, ``dram``; with
+        ``inputs_in_l2``, whether the launch started with its data in L2)."""
+        l1 = getattr(self.engine, "l1", None)
+        plan = getattr(self.engine, "load_plan", None)
+        warm = getattr(getattr(l1, "caches", None), "inputs_in_l2", None)
         return dict(self.engine.summary(), arch=self.recorded.arch, program=self.program.name,
-                    roles={r.name: list(r.warps) for r in self.program.roles}, counts=self.program.counts())
+                    roles={r.name: list(r.warps) for r in self.program.roles}, counts=self.program.counts(),
+                    global_loads=dict(getattr(l1, "levels", {})) if plan is not None else {}, inputs_in_l2=warm)
 
     def breakdown(self) -> dict:
         """Where the cycles went, per warp: the time from each record's issue to the warp's next issue (or its end),

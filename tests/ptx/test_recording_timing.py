@@ -410,3 +410,11 @@ def test_local_memory_is_not_a_global_access_and_every_global_load_is_looked_up(
     ldg = sum(n for c, n in counts.items() if c.startswith("LDG"))
     assert ldg == 64 and sum(run.engine.l1.levels.values()) == ldg  # each one looked up: 256 bytes, 8 sectors
     assert run.engine.l1.levels["l1"] == 56
+
+
+def test_the_summary_counts_the_loads_by_level(chase_module):
+    run = _chase(chase_module, _tables(30)[0], 30)
+    s = run.summary()
+    assert s["global_loads"] == {"l1": 28, "l2": 2, "dram": 0} and s["inputs_in_l2"] is True
+    assert s["cycles"] == run.cycles
+    assert _cold(run).summary()["global_loads"]["dram"] == 2
