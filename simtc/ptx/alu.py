@@ -1072,21 +1072,32 @@ def _build_prmt(ctx: _Ctx) -> AluOp:
     rest = list(ctx.mods[1:])
     _check_arity(ctx, 3, "mov")
     mode = rest[0] if rest else None
-    sh = np.array([0, 8, 16, 24], np.uint64)
+
+    nib = np.array([0, 4, 8, 12], np.uint32)
+    table = np.array(_PRMT_MODES[mode], np.intp) if mode is not None else None
+
+    rows: dict[int, np.ndarray] = {}
 
     def fn(a, b, c):
-        src = (a.astype(np.uint64) | (b.astype(np.uint64) << np.uint64(32))).reshape(-1, 1)
-        by = ((src >> (np.arange(8, dtype=np.uint64) * np.uint64(8))) & np.uint64(0xFF)).astype(np.uint32)
-        if mode is None:
-            sel = ((c.reshape(-1, 1).astype(np.uint64) >> (sh // np.uint64(2))) & np.uint64(0xF)).astype(np.int64)
-            picked = np.take_along_axis(by, sel & 7, axis=1)
-            sign = (picked >> np.uint32(7)) * np.uint32(0xFF)
-            picked = np.where(sel & 8, sign, picked)
+        # the eight bytes {b, a} (a's bytes 0-3, b's 4-7: little-endian), 8 per lane in one flat array
+        n = a.shape[0]
+        w = np.empty((n, 2), np.uint32)
+        w[:, 0] = a
+        w[:, 1] = b
+        flat = w.view(np.uint8).reshape(-1)
+        base = rows.get(n)
+        if base is None:
+            base = rows[n] = (np.arange(n, dtype=np.intp) * 8)[:, None]
+        if table is None:
+            sel = (c.astype(np.uint32, copy=False)[:, None] >> nib) & np.uint32(0xF)
+            picked = flat[base + (sel & np.uint32(7))]
+            # selector bit 3: the byte's sign bit replicated instead of the byte
+            rep = (sel >> np.uint32(3)).astype(np.uint8)
+            sign = (picked.view(np.int8) >> 7).view(np.uint8)
+            picked = picked * (np.uint8(1) - rep) + sign * rep
         else:
-            table = np.array(_PRMT_MODES[mode], np.int64)
-            sel = table[(c & np.uint32(3)).astype(np.int64)]
-            picked = np.take_along_axis(by, sel, axis=1)
-        return ((picked.astype(np.uint64) << sh).sum(axis=1).astype(np.uint32),)
+            picked = flat[base + table[(c & np.uint32(3)).astype(np.intp)]]
+        return (np.ascontiguousarray(picked).view(np.uint32).reshape(-1),)
     return _op(ctx, ("b32",), ("b32", "b32", "b32"), fn)
 
 
