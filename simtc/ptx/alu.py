@@ -1468,7 +1468,7 @@ def _build_mufu(ctx: _Ctx) -> AluOp:
             if et == "f32":
                 v = v.astype(np.float32).astype(np.float64)  # nearest (an approximation model anyway)
             elif et != "f64":
-                v = _fmt.round_value(v, _FMT[et], "rn")
+                v = _round_to(v, None, et, "rn")
             out = _finish(v, et, ftz=ftz)
             if hi_only:
                 out = np.where(np.isnan(v), out, out & np.uint64(0xFFFFFFFF00000000))
