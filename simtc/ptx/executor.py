@@ -1426,14 +1426,14 @@ def _call_indirect(ins: Instruction, c: _Compiler) -> Callable:
                 raise err
         if targets.size == 1:
             return bodies[int(targets[0])][1](w, f, e, m, full)
-        # diverge: one entry per callee at this call (each then runs with one target), all waiting at nxt
-        e[0] = nxt
+        # diverge: the lowest address's lanes call now; one entry per other callee re-issues this call with its
+        # lanes (one warp instruction per callee), and all meet at the next instruction
         nlive = int(np.count_nonzero(w.live))
-        for t in sorted(targets.tolist(), reverse=True):
+        for t in sorted(targets.tolist()[1:], reverse=True):
             mk = m & (a == np.uint64(t))
             k = int(np.count_nonzero(mk))
             f.stack.append([pc, nxt, mk, k, k == nlive])
-        return JUMP
+        return bodies[int(targets[0])][1](w, f, e, m & (a == targets[0]), False)
     return icall
 
 

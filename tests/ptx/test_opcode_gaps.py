@@ -235,8 +235,14 @@ def test_brx_idx_indirect_calls_and_b128_moves(block):
     inp = (np.arange(2 * pairs, dtype=np.uint64) * np.uint64(0x100000001)) ^ np.uint64(0xF0F0_0000_0000_F0F0)
     pi = _put(dev, inp)
     po = _put(dev, np.zeros(1024, np.uint8))
-    launch(m, "gaps", grid=(1, 1, 1), block=(n, 1, 1), args=[po, pi], device=dev)
+    r = launch(m, "gaps", grid=(1, 1, 1), block=(n, 1, 1), args=[po, pi], device=dev)
     out = dev.memory.view(po, 1024).copy()
+    # the warp reconverges: each of the three paths once, the code after JOIN once; one call per callee
+    def line(start):
+        return next(ins.line for ins in m.functions["gaps"].body if ins.text.startswith(start))
+
+    assert r.by_line[line("brx.idx")] == 1 and r.by_line[line("add.u32 %r9, %r9, %r1")] == 1
+    assert r.by_line[line("call")] == (2 if n > 1 else 1)
     i = np.arange(n)
     src = inp.reshape(-1, 2)
     got = out[:512].view(np.uint64).reshape(32, 2)[:n]
