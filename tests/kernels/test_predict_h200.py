@@ -16,14 +16,45 @@ def _rows(name):
     return json.loads((DATA / name).read_text())["rows"]
 
 
-def test_fixed_costs_are_the_fit_of_their_recording():
-    f = fit_fixed_costs(_rows("flashmla_h200_sm90_fixed.json"))
-    got = (f.sched_us, f.sched_per_part_us, f.sched_per_request_us, f.splitkv_us, f.combine_us, f.combine_per_split_us)
+def test_fixed_costs_are_the_fit_of_their_recordings():
+    """The small calls (one block per request, a few splits) and, for the scheduler and the combine kernel only, the
+    cost calls (24-120 split rows, 256-512 one-block requests)."""
+    f = fit_fixed_costs(_rows("flashmla_h200_sm90_fixed.json"), costs=_rows("flashmla_h200_sm90_timing_costs.json"))
+    got = (f.sched_us, f.sched_per_part_us, f.sched_per_request_us, f.splitkv_us, f.combine_us, f.combine_per_split_us,
+           f.combine_per_row_us)
     want = (FIXED_H200.sched_us, FIXED_H200.sched_per_part_us, FIXED_H200.sched_per_request_us, FIXED_H200.splitkv_us,
-            FIXED_H200.combine_us, FIXED_H200.combine_per_split_us)
+            FIXED_H200.combine_us, FIXED_H200.combine_per_split_us, FIXED_H200.combine_per_row_us)
     assert got == pytest.approx(want, abs=2e-3)
-    # the scheduler kernel's span grows with the parts it fills and the requests it walks
+    # the scheduler kernel's span grows with the parts it fills and the requests it walks; the combine with the most
+    # splits of a request and with the split rows it merges
     assert f.sched_per_part_us > 0 and f.sched_per_request_us > 0 and f.combine_per_split_us > 0
+    assert f.combine_per_row_us > 0
+    # the cost calls' combine spans, 5.8-13.3 us, within 2 us of the fit (the small calls alone gave 4.5-5 us)
+    from simtc.kernels.flashmla.predict import _max_splits, split_requests
+    from simtc.kernels.flashmla.schedule import sched_meta
+
+    for r in _rows("flashmla_h200_sm90_timing_costs.json"):
+        pm = sched_meta(r["b"], r["topk"], r["num_sm_parts"])
+        got = f.combine(_max_splits(pm, r["topk"] // 64), split_requests(pm, r["topk"] // 64) * r["s_q"])
+        assert got == pytest.approx(r["combine_ms"] * 1e3, abs=2.0), r["name"]
+
+
+def test_the_timed_calls_ran_at_the_boost_clock():
+    """nvidia-smi every 20 ms while the cost calls and the 14 calls were timed again
+    (tests/data/h200_clocks_timing.csv): the SM clock is 1,980 MHz in nearly every sample of the busy spans -- the
+    clock the predictions divide by -- while Nsight Compute's replays read 1.73-1.90 GHz; and the re-timed calls
+    agree with the recording of two days before within 2% (the measurements' own spread is small beside the model's
+    error)."""
+    import csv
+
+    rows = list(csv.reader((DATA / "h200_clocks_timing.csv").read_text().splitlines()))[1:]
+    busy = [int(r[1].split()[0]) for r in rows if int(r[4].split()[0]) > 0]
+    assert len(busy) > 250
+    assert sum(c == 1980 for c in busy) / len(busy) > 0.9 and min(busy) >= 1900
+    old = {r["name"]: r["call_ms"] for r in _rows("flashmla_h200_sm90_timing.json")}
+    new = {r["name"]: r["call_ms"] for r in _rows("flashmla_h200_sm90_timing_repeat.json")}
+    assert set(old) == set(new)
+    assert all(abs(new[n] / old[n] - 1) < 0.02 for n in old)
 
 
 @pytest.fixture(scope="module")
@@ -39,24 +70,25 @@ def comparison():
 @pytest.mark.slow
 def test_predictions_meet_the_measured_calls(comparison):
     """26 held-out calls of two recordings (never fitted on), both models, b = 1 to 264: where the model stands.
-    Every call within 13% (today -11.9% to +2.5%), the small ones (b x s_q <= 4: launch- and prologue-bound, the
-    busy-SM share and the fixed costs at work) within 5%; the rest are predicted fast by 4-12% (mean -6.7%): the
-    split-KV kernel's steady cycles per block, 5,353 (V32) / 5,406 (MODEL1) in the engine against 5,834 / 6,072
-    active cycles a block in Nsight Compute. The targets (7% each, mean within 3%) are not met."""
+    Every call within 21% (today -19.2% to +1.5%, mean -12.6%); the launch-bound ones (b x s_q <= 2) within 3%;
+    the rest predicted fast because the engine's split-KV kernel is: its steady cycles per block (5,353 V32 / 5,406
+    MODEL1, at the 1,980 MHz the memory parameters were measured at and the timed calls ran at) against about 6,450 /
+    6,720 the H200 takes (Nsight Compute's 5,834 / 6,072 active cycles a block at 1.79 GHz, the same microseconds).
+    The targets (7% each, mean within 3%) are not met."""
     assert len(comparison) == 26 and {r["model"] for r, _, _ in comparison} == {"v32", "model1"}
     for r, _, err in comparison:
-        assert abs(err) <= 0.13, (r["name"], err)
-        if r["b"] * r["s_q"] <= 4:
-            assert abs(err) <= 0.05, (r["name"], err)
+        assert abs(err) <= 0.21, (r["name"], err)
+        if r["b"] * r["s_q"] <= 2:
+            assert abs(err) <= 0.03, (r["name"], err)
     mean = sum(e for _, _, e in comparison) / len(comparison)
-    assert -0.09 < mean < -0.04
+    assert -0.15 < mean < -0.10
 
 
 @pytest.mark.slow
 def test_the_kernel_part_is_where_the_error_is(comparison):
-    """The split-KV span carries the bias: predicted against its own CUDA-event span it is fast wherever the
-    kernel is long, while the fixed costs (fitted on the small calls) hold the small calls."""
+    """The split-KV span carries the bias: predicted against its own CUDA-event span it is 15-23% fast wherever the
+    kernel lasts over 40 us (the fixed costs, fitted on the small calls, hold the launch-bound ones)."""
     for r, p, _ in comparison:
         kern = p["parts"]["splitkv_s"] / (r["splitkv_ms"] * 1e-3) - 1
-        if r["splitkv_ms"] > 0.1:
-            assert -0.15 < kern < -0.02, (r["name"], kern)
+        if r["splitkv_ms"] > 0.04:
+            assert -0.23 < kern < -0.14, (r["name"], kern)

@@ -21,8 +21,8 @@ kernel, the combine kernel. The prediction composes mechanisms:
   (:data:`MODEL_ERRORS`, log(predicted / measured) per call), as a prediction interval at the stated coverage
   (90%; the call itself left out when it is one of them), widened root-sum-square by the unmeasured parameters
   (assumed x/÷ 1.25, derived x/÷ 1.1, one at a time, on the split-KV kernel) and the clock. The model is biased
-  fast (mean log error -0.071 over 26 calls), so the band lies mostly above the prediction: the prediction
-  itself is the mechanisms' answer, never corrected by the table. On the B200 no call is measured: the band
+  fast (the split-KV kernel by about 16%: mean log error -0.174 per unit of kernel share over 26 calls), so the
+  band lies above the prediction: the prediction itself is the mechanisms' answer, never corrected by the table. On the B200 no call is measured: the band
   there is the parameters' and the clock's only, and says so.
 * **utilizations** (:func:`kernel_profile`) -- over the predicted split-KV kernel at this shape, as Nsight
   Compute reports them: every CTA's busy cycles (issue slots, the tensor pipe's datapath cycles, L1/TEX's data
@@ -69,13 +69,17 @@ class GpuSpec:
 
 
 GPUS = {
-    "h200": GpuSpec("NVIDIA H200", "sm90", 132, 1.77, "measured",
-                    "the SM clock Nsight Compute measured during FlashMLA's split-KV kernel, clock control off: "
-                    "1.747, 1.765 and 1.789 GHz (tests/data/ncu; gpc__cycles_elapsed.avg.per_second)", 0.02,
+    "h200": GpuSpec("NVIDIA H200", "sm90", 132, 1.98, "measured",
+                    "the SM clock nvidia-smi read every 20 ms while FlashMLA's calls were timed "
+                    "(tests/data/h200_clocks_timing.csv: 1,980 MHz in 813 of the 833 samples of the timed spans, "
+                    "1,935-1,965 MHz in the rest, 200-400 W of 700), the clock the engine's memory parameters were "
+                    "measured at (1,980 MHz, tests/data/h200_calibration.json); under Nsight Compute's replays the SM "
+                    "clock reads 1.73-1.90 GHz (tests/data/ncu), yet the split-KV launches last as long there as in "
+                    "the timed calls: their time is set by the memory system, not by the SM clock", 0.02,
                     4.8e12, "NVIDIA H200 datasheet: 4.8 TB/s HBM3e"),
     "b200": GpuSpec("NVIDIA B200", "sm100", 148, 1.965, "assumed",
                     "the clock SemiAnalysisAI/microbench-blackwell converts its B200 cycle counts with; the clock "
-                    "under this load is not measured (the H200 ran 10% below its boost clock)", 0.10,
+                    "under this load is not measured (the H200 held its 1,980 MHz boost clock)", 0.10,
                     8.0e12, "NVIDIA B200 datasheet: 8 TB/s HBM3e"),
 }
 
@@ -180,7 +184,7 @@ def _cta_costs(kernel: str, model_name: str, timing, active_sms: int) -> tuple[f
 
 @frozen
 class FixedCosts:
-    """Microseconds a call costs besides its blocks (least squares on the fixed-cost recording)."""
+    """Microseconds a call costs besides its blocks (least squares on the fixed-cost recordings)."""
 
     sched_us: float
     sched_per_part_us: float
@@ -191,17 +195,23 @@ class FixedCosts:
     combine_per_split_us: float
     """Per split partial of the most-split request (its combine CTA merges them in turn)."""
     source: str
+    combine_per_row_us: float = 0.0
+    """Per split (request, query) row: the combine kernel's CTAs that merge partials (``combine.cu`` L36-161 at
+    ``9241ae3``: one per row and head block; the rows of a no-split request return at once)."""
 
     def sched(self, parts: int, b: int) -> float:
         return self.sched_us + self.sched_per_part_us * parts + self.sched_per_request_us * b
 
-    def combine(self, max_splits: int) -> float:
-        return self.combine_us + self.combine_per_split_us * (max_splits if max_splits > 1 else 0)
+    def combine(self, max_splits: int, split_rows: int = 0) -> float:
+        return (self.combine_us + self.combine_per_split_us * (max_splits if max_splits > 1 else 0)
+                + self.combine_per_row_us * split_rows)
 
 
-FIXED_H200 = FixedCosts(4.916, 0.176, 0.084, 3.902, 4.511, 0.266,
-                        source="tests/data/flashmla_h200_sm90_fixed.json (14 small calls on an H200, 2026-12-01), "
-                               "fitted by fit_fixed_costs; tests/kernels/test_predict.py refits it")
+FIXED_H200 = FixedCosts(3.967, 0.188, 0.06, 4.871, 4.876, 0.221,
+                        source="tests/data/flashmla_h200_sm90_fixed.json (14 small calls on an H200, 2026-12-01) and, "
+                               "for the scheduler and the combine, flashmla_h200_sm90_timing_costs.json (12 calls, "
+                               "2026-12-03), fitted by fit_fixed_costs; tests/kernels/test_predict_h200.py refits it",
+                        combine_per_row_us=0.06)
 """The fixed costs of a call on the H200 (also assumed for the B200)."""
 
 
@@ -214,29 +224,39 @@ def _max_splits(parts_meta, blocks: int) -> int:
     return max(per_req.values(), default=1)
 
 
-def fit_fixed_costs(rows: list[dict], source: str = "") -> FixedCosts:
-    """Fit :class:`FixedCosts` on the rows of a fixed-cost recording (``simtc crosscheck --flashmla --timing
+def split_requests(parts_meta, blocks: int) -> int:
+    """Requests the scheduler splits over several parts (the rows the combine kernel merges, per query position)."""
+    return len({s.req for p in parts_meta for s in p.segments(blocks) if s.split})
+
+
+def fit_fixed_costs(rows: list[dict], source: str = "", costs: list[dict] = ()) -> FixedCosts:
+    """Fit :class:`FixedCosts` on the rows of the fixed-cost recording (``simtc crosscheck --flashmla --timing
     --timing-set fixed``; each row a dict with ``model, b, s_q, topk, num_sm_parts, sched_ms, splitkv_ms,
-    combine_ms``): the scheduler span against (1, parts, b); the split-KV span minus the engine's prediction of
-    the slowest CTA at the H200's clock (median); the combine span against (1, most splits of a request)."""
+    combine_ms``) and, for the scheduler and the combine kernel only, the rows of the cost recording (``costs``:
+    :data:`simtc.hw.flashmla_timing.COST_SHAPES`, many requests and split rows): the scheduler span against (1,
+    parts, b); the split-KV span of the one-block calls minus the engine's prediction of the slowest CTA at the
+    H200's clock (median); the combine span against (1, most splits of a request, split rows) -- the last term only
+    when ``costs`` are given (the small calls have at most 8 split rows)."""
     from simtc.engine.parameters import Timing
 
     gpu = GPUS["h200"]
-    a = np.array([[1, r["num_sm_parts"], r["b"]] for r in rows], float)
-    sched = np.linalg.lstsq(a, [r["sched_ms"] * 1e3 for r in rows], rcond=None)[0]
+    both = [*rows, *costs]
+    a = np.array([[1, r["num_sm_parts"], r["b"]] for r in both], float)
+    sched = np.linalg.lstsq(a, [r["sched_ms"] * 1e3 for r in both], rcond=None)[0]
     rest, comb_x, comb_y = [], [], []
-    for r in rows:
+    for r in both:
         blocks = r["topk"] // 64
         pm = sched_meta(r["b"], r["topk"], r["num_sm_parts"])
-        cycles = _kernel_cycles("flashmla-sm90", r["model"], pm, blocks, Timing("sm90"),
-                                busy_parts(pm, blocks) * r["s_q"])[0]
-        rest.append(r["splitkv_ms"] * 1e3 - cycles / (gpu.clock_ghz * 1e3))
+        if r in rows:
+            cycles = _kernel_cycles("flashmla-sm90", r["model"], pm, blocks, Timing("sm90"),
+                                    busy_parts(pm, blocks) * r["s_q"])[0]
+            rest.append(r["splitkv_ms"] * 1e3 - cycles / (gpu.clock_ghz * 1e3))
         ms = _max_splits(pm, blocks)
-        comb_x.append([1, ms if ms > 1 else 0])
+        comb_x.append([1, ms if ms > 1 else 0, *((split_requests(pm, blocks) * r["s_q"],) if costs else ())])
         comb_y.append(r["combine_ms"] * 1e3)
-    comb = np.linalg.lstsq(np.array(comb_x, float), comb_y, rcond=None)[0]
-    return FixedCosts(*(round(float(v), 3) for v in sched), round(float(np.median(rest)), 3),
-                      *(round(float(v), 3) for v in comb), source=source)
+    comb = [round(float(v), 3) for v in np.linalg.lstsq(np.array(comb_x, float), comb_y, rcond=None)[0]]
+    return FixedCosts(*(round(float(v), 3) for v in sched), round(float(np.median(rest)), 3), comb[0], comb[1],
+                      source=source, combine_per_row_us=comb[2] if costs else 0.0)
 
 
 NOSPLIT_SAVING_BYTES = 64 * 512 * 4 - 64 * 512 * 2
@@ -371,16 +391,19 @@ def t_quantile(p: float, df: int) -> float:
 
 
 BAND_PROCEDURE = ("a prediction interval for log(measured / predicted): the model's own error on the calls measured "
-                  "on the H200 (the held-out tables, never fitted on), taken as normal -- its mean m and standard "
-                  "deviation s over the n calls (the call itself left out when it is one of them), the interval m +- "
-                  "t(n - 1) s sqrt(1 + 1/n) at the stated coverage -- widened on each side, root-sum-square, by "
-                  "the unmeasured parameters (assumed x/÷ 1.25, derived x/÷ 1.1, one at a time) and the clock's "
-                  "uncertainty on the split-KV kernel's share of the call")
+                  "on the H200 (the held-out tables, never fitted on), per unit of the split-KV kernel's share k of "
+                  "the predicted call (the fixed costs are fitted on small calls of their own, so the error is the "
+                  "kernel's: r = log(predicted / measured) / k), taken as normal -- its mean m and standard deviation "
+                  "s over the n calls (the call itself left out when it is one of them), the interval k (-m +- "
+                  "t(n - 1) s sqrt(1 + 1/n)) at the stated coverage -- widened on each side, root-sum-square, by the "
+                  "unmeasured parameters (assumed x/÷ 1.25, derived x/÷ 1.1, one at a time) and the clock's "
+                  "uncertainty on the kernel's share of the call")
 
 
 @frozen
 class ErrorBand:
-    """The model-error part of a band, in log(measured / predicted): ``center`` +- ``half_width``."""
+    """The model-error part of a band, in log(measured / predicted): ``center`` +- ``half_width``; ``mean`` and
+    ``sd`` of the calls' log(predicted / measured) per unit of kernel share."""
 
     center: float
     half_width: float
@@ -389,65 +412,67 @@ class ErrorBand:
     sd: float
 
     def as_dict(self) -> dict:
-        return {"n": self.n, "mean_log_error": round(self.mean, 5), "sd_log_error": round(self.sd, 5),
+        return {"n": self.n, "mean_per_share": round(self.mean, 5), "sd_per_share": round(self.sd, 5),
                 "center": round(self.center, 5), "half_width": round(self.half_width, 5)}
 
 
 @frozen
 class ModelErrors:
-    """log(predicted / measured) of every call of a kernel measured on its GPU, and the coverage its bands state."""
+    """Per call of a kernel measured on its GPU: ``(name, log(predicted / measured), k)`` with ``k`` the split-KV
+    kernel's share of the predicted call; and the coverage its bands state."""
 
-    rows: tuple[tuple[str, float], ...]
+    rows: tuple[tuple[str, float, float], ...]
     source: str
     coverage: float = 0.9
 
-    def band(self, exclude: str | None = None) -> ErrorBand:
-        """The prediction interval from every call but ``exclude`` (see :data:`BAND_PROCEDURE`)."""
-        e = [v for n, v in self.rows if n != exclude]
-        n = len(e)
-        mean = sum(e) / n
-        sd = math.sqrt(sum((x - mean) ** 2 for x in e) / (n - 1))
+    def band(self, exclude: str | None = None, share: float = 1.0) -> ErrorBand:
+        """The prediction interval for a call whose kernel is ``share`` of it, from every call but ``exclude``
+        (see :data:`BAND_PROCEDURE`)."""
+        r = [e / k for n, e, k in self.rows if n != exclude]
+        n = len(r)
+        mean = sum(r) / n
+        sd = math.sqrt(sum((x - mean) ** 2 for x in r) / (n - 1))
         half = t_quantile((1 + self.coverage) / 2, n - 1) * sd * math.sqrt(1 + 1 / n)
-        return ErrorBand(-mean, half, n, mean, sd)
+        return ErrorBand(-share * mean, share * half, n, mean, sd)
 
     def leave_one_out(self) -> float:
         """The share of the calls whose measurement falls inside the model-error interval made without them (the
         parameters' widening left out: a lower bound of the band's held-out coverage)."""
         inside = 0
-        for name, v in self.rows:
-            b = self.band(exclude=name)
+        for name, v, k in self.rows:
+            b = self.band(exclude=name, share=k)
             inside += abs(-v - b.center) <= b.half_width
         return inside / len(self.rows)
 
 
 MODEL_ERRORS: dict[str, ModelErrors] = {
     "flashmla-sm90": ModelErrors((
-        ('v32-b1-sq1-topk2048', 0.01228),
-        ('v32-b1-sq4-topk16384', 0.02489),
-        ('v32-b8-sq2-topk4096', -0.09046),
-        ('v32-b32-sq1-topk16384', -0.07412),
-        ('v32-b64-sq4-topk512', -0.06557),
-        ('v32-b64-sq2-topk2048', -0.09362),
-        ('v32-b132-sq1-topk8192', -0.08233),
-        ('v32-b148-sq2-topk16384', -0.06676),
-        ('v32-b264-sq2-topk4096', -0.06155),
-        ('model1-b1-sq2-topk512', 0.01942),
-        ('model1-b16-sq4-topk8192', -0.10467),
-        ('model1-b74-sq2-topk16384', -0.10642),
-        ('model1-b128-sq1-topk1024', -0.1153),
-        ('model1-b264-sq1-topk8192', -0.09863),
-        ('v32-b2-sq1-topk4096', -0.00504),
-        ('v32-b8-sq1-topk2048', -0.0415),
-        ('v32-b4-sq3-topk8192', -0.07108),
-        ('v32-b16-sq2-topk32768', -0.08622),
-        ('v32-b96-sq3-topk1024', -0.0677),
-        ('v32-b200-sq1-topk4096', -0.08906),
-        ('model1-b4-sq1-topk16384', -0.05024),
-        ('model1-b8-sq3-topk2048', -0.08337),
-        ('model1-b6-sq4-topk4096', -0.11208),
-        ('model1-b32-sq2-topk4096', -0.12667),
-        ('model1-b100-sq4-topk1024', -0.08464),
-        ('model1-b48-sq1-topk32768', -0.11485),
+        ('v32-b1-sq1-topk2048', 0.00538, 0.2381),
+        ('v32-b1-sq4-topk16384', -0.04388, 0.6193),
+        ('v32-b8-sq2-topk4096', -0.1278, 0.6108),
+        ('v32-b32-sq1-topk16384', -0.15415, 0.8321),
+        ('v32-b64-sq4-topk512', -0.15509, 0.7713),
+        ('v32-b64-sq2-topk2048', -0.18266, 0.7997),
+        ('v32-b132-sq1-topk8192', -0.18477, 0.8961),
+        ('v32-b148-sq2-topk16384', -0.17429, 0.9776),
+        ('v32-b264-sq2-topk4096', -0.17388, 0.9515),
+        ('model1-b1-sq2-topk512', 0.01511, 0.375),
+        ('model1-b16-sq4-topk8192', -0.18602, 0.9036),
+        ('model1-b74-sq2-topk16384', -0.20722, 0.961),
+        ('model1-b128-sq1-topk1024', -0.18641, 0.5758),
+        ('model1-b264-sq1-topk8192', -0.20832, 0.9357),
+        ('v32-b2-sq1-topk4096', -0.01702, 0.2769),
+        ('v32-b8-sq1-topk2048', -0.04131, 0.3463),
+        ('v32-b4-sq3-topk8192', -0.12939, 0.708),
+        ('v32-b16-sq2-topk32768', -0.18401, 0.9337),
+        ('v32-b96-sq3-topk1024', -0.13207, 0.8174),
+        ('v32-b200-sq1-topk4096', -0.17123, 0.8464),
+        ('model1-b4-sq1-topk16384', -0.08937, 0.4716),
+        ('model1-b8-sq3-topk2048', -0.10988, 0.623),
+        ('model1-b6-sq4-topk4096', -0.16137, 0.7319),
+        ('model1-b32-sq2-topk4096', -0.18407, 0.7954),
+        ('model1-b100-sq4-topk1024', -0.15464, 0.8603),
+        ('model1-b48-sq1-topk32768', -0.21293, 0.9292),
     ), "tests/data/flashmla_h200_sm90_timing.json and "
                                      "flashmla_h200_sm90_timing_held_out.json (H200), recomputed by "
                                      "tests/kernels/test_prediction_bands.py"),
@@ -496,7 +521,7 @@ def predict(kernel: str = "flashmla-head64", model_name: str = "v32", b: int = 1
     sched_s = fixed.sched(parts, b) * 1e-6
     kernel_s = cycles / (gpu.clock_ghz * 1e9)
     splitkv_s = launches * (kernel_s + fixed.splitkv_us * 1e-6)
-    combine_s = fixed.combine(_max_splits(pm, blocks)) * 1e-6
+    combine_s = fixed.combine(_max_splits(pm, blocks), split_requests(pm, blocks) * s_q) * 1e-6
     seconds = sched_s + splitkv_s + combine_s
     flops = call_flops(m, b, s_q, topk, h_q)
     frac = dram_fraction(s_q, topk, s_k)
@@ -521,7 +546,7 @@ def predict(kernel: str = "flashmla-head64", model_name: str = "v32", b: int = 1
         par_hi = k * math.sqrt(gpu.clock_uncertainty ** 2 + (pb["high"] / cycles - 1) ** 2)
         errors = MODEL_ERRORS.get(kernel)
         if errors is not None:
-            eb = errors.band(exclude=name)
+            eb = errors.band(exclude=name, share=k)
             lo = eb.center - math.sqrt(eb.half_width ** 2 + par_lo ** 2)
             hi = eb.center + math.sqrt(eb.half_width ** 2 + par_hi ** 2)
             out["band"] = {"coverage": errors.coverage, "procedure": BAND_PROCEDURE, "model_error": eb.as_dict(),
@@ -539,12 +564,14 @@ def predict(kernel: str = "flashmla-head64", model_name: str = "v32", b: int = 1
     return out
 
 
-def model_errors(rows, *, s_k: bool = True) -> list[tuple[str, float]]:
-    """``(name, log(predicted / measured))`` of FlashMLA's SM90 calls in a timing recording's rows (dicts with
-    ``name, model, b, s_q, topk, s_k, call_ms``): what :data:`MODEL_ERRORS` holds, recomputed by the tests."""
+def model_errors(rows, *, s_k: bool = True) -> list[tuple[str, float, float]]:
+    """``(name, log(predicted / measured), kernel share)`` of FlashMLA's SM90 calls in a timing recording's rows
+    (dicts with ``name, model, b, s_q, topk, s_k, call_ms``): what :data:`MODEL_ERRORS` holds, recomputed by the
+    tests."""
     out = []
     for r in rows:
         p = predict("flashmla-sm90", r["model"], r["b"], r["s_q"], r["topk"], s_k=r["s_k"] if s_k else None,
                     band=False)
-        out.append((r["name"], round(math.log(p["seconds"] / (r["call_ms"] * 1e-3)), 5)))
+        out.append((r["name"], round(math.log(p["seconds"] / (r["call_ms"] * 1e-3)), 5),
+                    round(p["parts"]["splitkv_s"] / p["seconds"], 4)))
     return out
