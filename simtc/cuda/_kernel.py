@@ -207,6 +207,17 @@ def _cluster_features(ins) -> list[str]:
     return out
 
 
+def _source_position(ins) -> str:
+    """``", FILE:LINE"`` of the CUDA source line an instruction was compiled from (``-lineinfo``), the outermost
+    one when it was inlined (the kernel's own line rather than a header's); ``""`` without line information."""
+    loc = ins.loc
+    if loc is None:
+        return ""
+    while loc.inlined_at is not None:
+        loc = loc.inlined_at
+    return f", {Path(loc.file).name}:{loc.line}"
+
+
 def cluster_refusal(module, function):
     """The :class:`~simtc.ptx.errors.PtxUnsupported` for a kernel that only runs as a cluster of several CTAs, or
     ``None``.
@@ -239,7 +250,7 @@ def cluster_refusal(module, function):
                     seen[0] = ins
     for feature, (ins, count) in sorted(first.items(), key=lambda kv: kv[1][0].line):
         more = f" and {count - 1} more" if count > 1 else ""
-        found.append(f"{feature} at PTX line {ins.line} ({ins.name}){more}")
+        found.append(f"{feature} at PTX line {ins.line} ({ins.name}{_source_position(ins)}){more}")
     if not found:
         return None
     name = cxx_base_name(function.name) or function.name

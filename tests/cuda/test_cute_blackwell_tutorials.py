@@ -231,6 +231,7 @@ def test_cluster_tutorials_are_refused_at_launch_naming_the_feature_and_line(nam
         assert feature in msg
     needle = "cta_group::2" if "cta_group::2" in CLUSTER[name][0] else "multicast::cluster"
     assert f"at PTX line {_first_line(kernel.module, fn.name, needle)} (" in msg
+    assert f", {name}.cu:" in msg  # the tutorial's own line (-lineinfo), where a CuTe call was inlined
     assert e.value.rule.startswith("simtc.cuda launches clusters of one CTA")
     assert kernel.last_result is None and not dd.get().any()
 

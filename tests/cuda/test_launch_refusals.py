@@ -87,6 +87,21 @@ def test_cluster_dims_from_cuda_cpp_are_refused():
     assert out.get()[0] == 0
 
 
+def test_a_cta_pair_instruction_in_cuda_cpp_names_its_source_line():
+    src = ('extern "C" __global__ void k(unsigned* out) {\n'
+           '  __shared__ unsigned slot;\n'
+           '  out[0] = 7;\n'
+           '  asm volatile("tcgen05.alloc.cta_group::2.sync.aligned.shared::cta.b32 [%0], 32;"'
+           ' :: "r"((unsigned)__cvta_generic_to_shared(&slot)));\n'  # line 4
+           '}\n')
+    k = xp.RawKernel(src, "k", options=("-arch=sm_100a",))
+    out = xp.zeros(1, dtype=xp.uint32)
+    with pytest.raises(PtxUnsupported, match=r"2-CTA MMA \(.cta_group::2, a CTA pair\) at PTX line \d+ \("
+                                             r"tcgen05.alloc.cta_group::2.sync.aligned.shared::cta.b32, kernel.cu:4\)"):
+        k((1,), (32,), (out,))
+    assert out.get()[0] == 0
+
+
 CTA_PAIR = """
     .shared .align 8 .b32 slot;
     mov.u32 %r2, slot;
@@ -308,5 +323,7 @@ def test_struct_arguments_are_their_members_bytes(params_kernel):
     assert len(raw) == 256 and raw[:128] == _map() and raw[128:132] == b"\x09\0\0\0" and not any(raw[132:])
     with pytest.raises(TensorMapError, match="boxDim is non-zero and <= 256"):
         StructArg.of(params_kernel, 1).put_tensor_map(0, "FLOAT32", 1, BASE, (64,), (), (512,), (1,))
-    params_kernel((1,), (1,), (StructArg.of(params_kernel, 0).value(), a, StructArg.of(params_kernel, 2).value(),
-                               np.uint32(1)))
+    shape, small = StructArg.of(params_kernel, 0).value(), StructArg.of(params_kernel, 2).value()
+    params_kernel((1,), (1,), (shape, a, small, np.uint32(1)))
+    with pytest.raises(LaunchError, match=r"numpy.void96 \(12 bytes\) for parameter 1 \(k_atom: .b8\[256\]"):
+        params_kernel((1,), (1,), (shape, shape, small, np.uint32(1)))  # another parameter's struct
