@@ -1160,6 +1160,8 @@ def _build_float_arith(ctx: _Ctx) -> AluOp:
 
     if et == "f64" and kind == "fma":
         return _op(ctx, (t,), (t,) * nsrc, _fma64_rn if rnd == "rn" else _fma64_directed(rnd))
+    if et in ("f16", "bf16") and rnd == "rn" and kind in ("add", "sub", "mul") and not (ftz or sat or relu):
+        return _op(ctx, (t,), (t,) * nsrc, _half_rn(kind, et))
     if et != "f64" and kind != "div" and not (sat or relu) and not (et == "f32" and rnd == "rn"):
         return _op(ctx, (t,), (t,) * nsrc, _lanes2(_small_arith(kind, et, rnd, ftz), packed, et))
     if et == "f32" and rnd == "rn" and kind == "fma":
@@ -1233,6 +1235,52 @@ def _small_arith(kind: str, et: str, rnd: str, ftz: bool) -> Callable:
             np.putmask(out, v != v, nan)
             return (_flush(out, et) if ftz else out,)
     return fn
+
+
+_F32_OPS = {"add": np.add, "sub": np.subtract, "mul": np.multiply}
+
+
+def _half_rn(kind: str, et: str) -> Callable:
+    """add/sub/mul.rn of f16/bf16 (scalar or packed pairs) in float32, then one rounding into the format.
+
+    float32 rounds the sum, difference or product to nearest first, which is innocuous: double rounding
+    through a format of q >= 2p + 2 bits gives the correctly rounded p-bit result of +, -, x and / (Figueroa, "When
+    is double rounding innocuous?", ACM SIGNUM Newsletter 30(3), 1995); f16 has p = 11, bf16 p = 8, float32
+    q = 24. Below the narrow format's normal range the float32 value is exact (f16's subnormals are float32
+    normals; two bf16 values sum or multiply to at most 16 significant bits above float32's own subnormal
+    quantum), so one rounding happens there. numpy's float16 arithmetic does exactly this (a float32 operation
+    and numpy's correctly rounded float32 -> float16 cast); bf16 is rounded to nearest even on the float32
+    bits. tests/ptx/test_alu_exact.py checks both against exact rationals."""
+    op = _F32_OPS[kind]
+    if et == "f16":
+        def fnh(a, b):
+            with np.errstate(all="ignore"):
+                r = op(a.view(np.float16), b.view(np.float16))
+            out = r.view(np.uint16)
+            np.putmask(out, r != r, np.uint16(_NAN["f16"]))
+            return (out.view(a.dtype),)
+        return fnh
+    hi_mask = np.uint32(0xFFFF0000)
+
+    def round_bits(u):  # float32 bits -> bf16 in the high half, to nearest even (NaN lanes are replaced later)
+        return (u + np.uint32(0x7FFF) + ((u >> np.uint32(16)) & np.uint32(1))) & hi_mask
+
+    def fnb(a, b):
+        with np.errstate(all="ignore"):
+            if a.dtype == np.uint16:
+                x = (a.astype(np.uint32) << np.uint32(16)).view(np.float32)
+                y = (b.astype(np.uint32) << np.uint32(16)).view(np.float32)
+                r = op(x, y)
+                out = (round_bits(r.view(np.uint32)) >> np.uint32(16)).astype(np.uint16)
+                np.putmask(out, r != r, np.uint16(_NAN["bf16"]))
+                return (out,)
+            lo = op((a << np.uint32(16)).view(np.float32), (b << np.uint32(16)).view(np.float32))
+            hi = op((a & hi_mask).view(np.float32), (b & hi_mask).view(np.float32))
+        out = (round_bits(lo.view(np.uint32)) >> np.uint32(16)) | round_bits(hi.view(np.uint32))
+        np.putmask(out, lo != lo, (out & hi_mask) | np.uint32(_NAN["bf16"]))
+        np.putmask(out, hi != hi, (out & np.uint32(0xFFFF)) | np.uint32(_NAN["bf16"] << 16))
+        return (out,)
+    return fnb
 
 
 def _fma64_directed(rnd: str) -> Callable:

@@ -161,15 +161,19 @@ def test_small_float_arith_is_correctly_rounded(fmt, kind, rnd):
                            for i in bad[:5]]
 
 
+@pytest.mark.parametrize("kind", ["add", "sub", "mul", "fma"])
 @pytest.mark.parametrize("fmt", ["f16", "bf16"])
-def test_packed_halves_round_each_element(fmt):
-    """fma.rn.f16x2/bf16x2: each half as the scalar operation (low half = element 0)."""
+def test_packed_halves_round_each_element(fmt, kind):
+    """add/sub/mul/fma.rn.f16x2/bf16x2: each half as the scalar operation (low half = element 0), NaNs included."""
     n = 256
-    ops = operands(fmt, "fma", 2 * n, seed=7)
+    ops = operands(fmt, kind, 2 * n, seed=7)
     bits = [to_bits(o, fmt) for o in ops]
+    nan = {"f16": 0x7E00, "bf16": 0x7FC0}[fmt]
+    bits[0][:6] = [nan, 0, nan, 0x8000 | nan, 1, 0]
     packed = [b[0::2].astype(np.uint32) | (b[1::2].astype(np.uint32) << np.uint32(16)) for b in bits]
-    vec = alu.compile(Instruction(f"fma.rn.{fmt}x2", (Reg("%d"), Reg("%a"), Reg("%b"), Reg("%c"))))
-    one = alu.compile(Instruction(f"fma.rn.{fmt}", (Reg("%d"), Reg("%a"), Reg("%b"), Reg("%c"))))
+    regs = (Reg("%d"), *(Reg(f"%s{i}") for i in range(len(ops))))
+    vec = alu.compile(Instruction(f"{kind}.rn.{fmt}x2", regs))
+    one = alu.compile(Instruction(f"{kind}.rn.{fmt}", regs))
     (got,) = vec.fn(*packed)
     (lo,) = one.fn(*(b[0::2] for b in bits))
     (hi,) = one.fn(*(b[1::2] for b in bits))
