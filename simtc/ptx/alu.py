@@ -1277,8 +1277,10 @@ def _half_rn(kind: str, et: str) -> Callable:
             lo = op((a << np.uint32(16)).view(np.float32), (b << np.uint32(16)).view(np.float32))
             hi = op((a & hi_mask).view(np.float32), (b & hi_mask).view(np.float32))
         out = (round_bits(lo.view(np.uint32)) >> np.uint32(16)) | round_bits(hi.view(np.uint32))
-        np.putmask(out, lo != lo, (out & hi_mask) | np.uint32(_NAN["bf16"]))
-        np.putmask(out, hi != hi, (out & np.uint32(0xFFFF)) | np.uint32(_NAN["bf16"] << 16))
+        nl, nh = lo != lo, hi != hi
+        if np.count_nonzero(nl) or np.count_nonzero(nh):
+            np.putmask(out, nl, (out & hi_mask) | np.uint32(_NAN["bf16"]))
+            np.putmask(out, nh, (out & np.uint32(0xFFFF)) | np.uint32(_NAN["bf16"] << 16))
         return (out,)
     return fnb
 
