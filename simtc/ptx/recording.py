@@ -28,13 +28,13 @@ While :func:`simtc.ptx.executor.launch` runs one CTA (``LaunchOptions(recorder=R
 * every global load and store with the 32-byte sectors its lanes touched (their addresses read from the registers
   before it runs), which the engine looks up in the SM's L1 and the chip's L2 (:class:`simtc.engine.l1.GlobalCaches`:
   an L1 hit costs ``ldg_l1_latency``, an L2 hit ``ldg_l2_latency``, the rest an HBM round trip; measured on the
-  H200, ``tests/data/h200_memory_latency.json``). A run of CUDA-core work is cut after each branch and before a
-  global load whose address came from one of the run's own loads (a pointer chase), so that the engine, which sends
-  a block's loads at its start, sends them as ``ptxas`` would (a basic block's loads hoisted above the work that
-  does not feed them; assumed) and a dependent load after the one it depends on. A load nothing in its block reads
-  is off the block's chain: its registers are the block's ``regs_written``, ready when it arrives, and the block
-  that reads them lists them in ``regs_read`` (the engine's scoreboard holds it), so loads used late overlap the
-  work in between; a load the next record reads ends its block's chain.
+  H200, ``tests/data/h200_memory_latency.json``). A run of CUDA-core work is cut after a branch (when it holds a
+  global load) and before a global load whose address came from one of the run's own loads (a pointer chase), so
+  that the engine, which sends a block's loads at its start, sends them as ``ptxas`` would (a basic block's loads
+  hoisted above the work that does not feed them; assumed) and a dependent load after the one it depends on. A
+  load nothing in its block reads is off the block's chain: its registers are the block's ``regs_written``, ready
+  when it arrives, and the block that reads them lists them in ``regs_read`` (the engine's scoreboard holds it), so
+  loads used late overlap the work in between; a load the next record reads ends its block's chain.
 
 :meth:`Recorder.program` builds the Program: warps that ran identical streams form one role, the barrier table
 holds every mbarrier by its shared-memory address (the name :func:`simtc.ptx.async_ops.mbarrier_name` gives it)
@@ -861,16 +861,17 @@ def _is_load(ex: _Exec) -> bool:
 def _segments(execs: list[_Exec], nwarps: int) -> list:
     """A warp's executed instructions as ``("block", [execs])`` runs of CUDA-core work and ``("recs", ex, records)``.
 
-    A run is cut at every record, after every branch, and before a global load whose address (or guard) the run
-    derived from one of its own global loads (a pointer chase). The engine sends a block's loads at its start, as
-    ``ptxas`` hoists the loads of a basic block above the work that does not feed them (assumed: no software
-    pipelining across a loop's back edge), and a load's consumer in the block waits for it (the block's dependent
-    chain runs through it)."""
+    A run is cut at every record, after a branch when the run holds a global load, and before a global load whose
+    address (or guard) the run derived from one of its own global loads (a pointer chase). The engine sends a
+    block's loads at its start, as ``ptxas`` hoists the loads of a basic block above the work that does not feed
+    them (assumed: no software pipelining across a loop's back edge), and a load's consumer in the block waits for
+    it (the block's dependent chain runs through it)."""
     from simtc.isa.sync import BarArrive, BarSync
 
     out: list = []
     block: list[_Exec] = []
     tainted: set[str] = set()
+    loads = False
     for ex in execs:
         recs = _records_of(ex)
         if ex.bar is not None:
@@ -880,21 +881,22 @@ def _segments(execs: list[_Exec], nwarps: int) -> list:
         if recs:
             if block:
                 out.append(("block", block))
-                block, tainted = [], set()
+                block, tainted, loads = [], set(), False
             out.append(("recs", ex, recs))
             continue
         rd, wr = _deps(ex.ins)
         if block and _is_load(ex) and tainted.intersection(rd):
             out.append(("block", block))
-            block, tainted = [], set()
+            block, tainted, loads = [], set(), False
         block.append(ex)
+        loads = loads or _is_load(ex)
         if _is_load(ex) or tainted.intersection(rd):
             tainted.update(wr)
         else:
             tainted.difference_update(wr)
-        if ex.ins.opcode in ("bra", "brx"):
+        if loads and ex.ins.opcode in ("bra", "brx"):
             out.append(("block", block))
-            block, tainted = [], set()
+            block, tainted, loads = [], set(), False
     if block:
         out.append(("block", block))
     return out
