@@ -18,12 +18,13 @@ kernel, the combine kernel. The prediction composes mechanisms:
   the calls predictions are held against (``tests/data/flashmla_h200_sm90_timing.json``,
   ``flashmla_h200_sm90_timing_held_out.json``). On a B200 the same fixed costs are assumed.
 * **the band** -- :data:`BAND_PROCEDURE`: the model's own error, measured on the held-out H200 calls
-  (:data:`MODEL_ERRORS`, log(predicted / measured) per call), as a prediction interval at the stated coverage
-  (90%; the call itself left out when it is one of them), widened root-sum-square by the unmeasured parameters
-  (assumed x/÷ 1.25, derived x/÷ 1.1, one at a time, on the split-KV kernel) and the clock. The model is biased
-  fast (the split-KV kernel by about 16%: mean log error -0.174 per unit of kernel share over 26 calls), so the
-  band lies above the prediction: the prediction itself is the mechanisms' answer, never corrected by the table. On the B200 no call is measured: the band
-  there is the parameters' and the clock's only, and says so.
+  (:data:`MODEL_ERRORS`, log(predicted / measured) per call and the kernel's share of it), as a prediction interval
+  at the stated coverage (90%; the call itself left out when it is one of them), widened root-sum-square by the
+  unmeasured parameters (assumed x/÷ 1.25, derived x/÷ 1.1, one at a time, on the split-KV kernel) and the clock.
+  The model is biased fast (the split-KV kernel by about 16%: mean log error -0.174 per unit of kernel share over
+  26 calls), so the band lies above the prediction: the prediction itself is the mechanisms' answer, never
+  corrected by the table. On the B200 no call is measured: the band there is the parameters' and the clock's only,
+  and says so.
 * **utilizations** (:func:`kernel_profile`) -- over the predicted split-KV kernel at this shape, as Nsight
   Compute reports them: every CTA's busy cycles (issue slots, the tensor pipe's datapath cycles, L1/TEX's data
   pipe) over the CTAs' active cycles, DRAM bytes over the kernel's elapsed time; with the share of the chip's
