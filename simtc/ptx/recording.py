@@ -59,7 +59,9 @@ as it prices any unlisted class (the ALU pipe). The Program's ``meta`` says so (
 
 **Limits.** One CTA per timing run (the first, or the one asked for; a list of CTAs is refused): the CTAs that
 would share its SM (their warps on its sub-partitions, their loads in its L1) are not simulated, and HBM is shared
-with one CTA per SM of the grid (:func:`active_sms`). A loop that polls with ``mbarrier.test_wait`` keeps every
+with one CTA per SM of the grid (:func:`active_sms`). :class:`Recorders` records several CTAs of a launch and
+:func:`co_resident` puts them on one SM (sub-partitions, port, L1, TMEM, copy engine shared; the checker off, their
+shared-memory addresses overlapping). A loop that polls with ``mbarrier.test_wait`` keeps every
 poll (the engine's ``try_wait`` then passes the later ones at once); a lone ``mbarrier.expect_tx`` /
 ``complete_tx`` has no record and is not replayed. The L1 starts empty; L2 holds the launch's data when the
 device's allocations fit in it, as the host's copies leave them there (measured on the H200:
@@ -82,8 +84,9 @@ from attrs import define, field, frozen
 from simtc.errors import SimtcError
 from simtc.ptx.ir import Address, Imm, Instruction, Reg, Vector
 
-__all__ = ["COSTS", "EXPANSIONS", "EngineRun", "Recorded", "Recorder", "Source", "access_bytes", "active_sms",
-           "arch_of", "run_engine", "sass_classes"]
+__all__ = ["COSTS", "EXPANSIONS", "GLOBAL_LOADS", "MAX_SHARED_PER_SM", "MAX_WARPS_PER_SM", "EngineRun", "Recorded",
+           "Recorder", "Recorders", "Source", "access_bytes", "active_sms", "arch_of", "co_resident", "run_engine",
+           "sass_classes"]
 
 COSTS = ("PTX-derived: each executed PTX instruction as the SASS class(es) it compiles to (simtc.ptx.recording."
          "sass_classes), the block's longest register dependency chain weighted by the engine's latencies, its "
@@ -445,7 +448,7 @@ class Recorder:
         if not idx or len(idx) > 3 or not all(isinstance(v, int | np.integer) and not isinstance(v, bool)
                                                for v in idx):
             raise SimtcError(f"record CTA {cta!r}: one block index (x[, y[, z]]) of integers; simtc times one CTA "
-                             "per run (the CTAs that would share its SM are not simulated)",
+                             "per run (CTAs sharing an SM: simtc.ptx.recording.Recorders)",
                              rule="one recorded CTA per timing run")
         self.cta_id = tuple(int(v) for v in (*idx, 0, 0)[:3])
         self.warps: dict[int, list[_Exec]] = {}
@@ -792,6 +795,114 @@ class Recorder:
                         device_bytes=self.device_bytes)
 
 
+class Recorders:
+    """Record several CTAs of one launch (``ctas``: their ``%ctaid``), each by its own :class:`Recorder`; use it as
+    the Recorder is used, then :meth:`program` gives them as CTAs sharing one SM (:func:`co_resident`)."""
+
+    def __init__(self, ctas, *, arch: str = "sm100", kernel: str = ""):
+        ids = [tuple(int(v) for v in (*tuple(c), 0, 0)[:3]) for c in ctas]
+        if not ids or len(set(ids)) != len(ids):
+            raise SimtcError(f"record CTAs {list(ctas)!r}: one or more distinct block indices",
+                             rule="co-resident CTAs are distinct CTAs of the grid")
+        self.parts = [Recorder(c, arch=arch, kernel=kernel) for c in ids]
+
+    def __enter__(self) -> Recorders:
+        for p in self.parts:
+            p.__enter__()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        for p in reversed(self.parts):
+            p.__exit__(*exc)
+
+    def cta(self, cs, trace):
+        for p in self.parts:
+            trace = p.cta(cs, trace)
+        return trace
+
+    def program(self, name: str | None = None) -> Recorded:
+        return co_resident([p.program(name) for p in self.parts])
+
+
+MAX_SHARED_PER_SM = 228 * 1024
+"""Shared memory one SM holds for its CTAs (the largest carve-out, :data:`simtc.engine.l1.SHARED_CARVEOUTS_KIB`)."""
+MAX_WARPS_PER_SM = 64
+"""Warps resident on one SM (CUDA C++ Programming Guide, technical specifications per compute capability: 2,048
+threads per SM for 9.0 and 10.0)."""
+
+
+def _renamed(rec, k: int, ids: dict[int, int]):
+    """A record of CTA ``k`` with its mbarrier named per CTA and its named-barrier ids mapped."""
+    from simtc.isa.sync import BarArrive, BarSync
+
+    if isinstance(rec, BarSync | BarArrive):
+        return attrs.evolve(rec, id=ids[rec.id], warp_ids=tuple(ids[i] for i in rec.warp_ids))
+    bar = getattr(rec, "bar", None)
+    if isinstance(bar, str) and bar:
+        return attrs.evolve(rec, bar=f"cta{k}:{bar}")
+    return rec
+
+
+def co_resident(parts: list[Recorded]) -> Recorded:
+    """Recorded CTAs of one launch as one Program whose CTAs share an SM: CTA ``k``'s warps follow CTA ``k - 1``'s
+    (so they share the sub-partitions' issue slots and pipes, warp ``w`` on sub-partition ``w % 4``), its mbarriers
+    are named ``cta<k>:...``, its named barriers get ids of their own, and the SM's shared-memory port, L1 (one tag
+    store, each CTA's loads at the addresses it used), TMEM columns, copy engine and HBM share are the one SM's. The
+    CTAs' records keep their own shared-memory addresses, which overlap, so the hazard checker is off in the
+    co-resident run (:meth:`Recorded.engine`; check each CTA alone). Refused: CTAs whose shared memory or warps do not
+    fit on one SM, or whose named barriers do not fit in its 16.
+
+    >>> co_resident([])
+    Traceback (most recent call last):
+    ...
+    simtc.errors.SimtcError: co-resident CTAs: none given [rule: one or more recorded CTAs of one launch]
+    """
+    from simtc.isa.program import Barrier, Program, Role
+    from simtc.isa.sync import named_barrier_key
+
+    if not parts:
+        raise SimtcError("co-resident CTAs: none given", rule="one or more recorded CTAs of one launch")
+    if len(parts) == 1:
+        return parts[0]
+    shared = sum(p.shared_bytes for p in parts)
+    warps = [1 + max(w for r in p.program.roles for w in r.warps) for p in parts]
+    if shared > MAX_SHARED_PER_SM or sum(warps) > MAX_WARPS_PER_SM:
+        raise SimtcError(f"{len(parts)} CTAs of {parts[0].shared_bytes} bytes of shared memory and {warps[0]} warps "
+                         f"do not fit on one SM ({MAX_SHARED_PER_SM} bytes, {MAX_WARPS_PER_SM} warps)",
+                         rule="co-resident CTAs fit in one SM's shared memory and warp slots")
+    roles, barriers, gmem, sources = [], [], {}, {}
+    base = next_id = 0
+    for k, p in enumerate(parts):
+        named = sorted({b.id for b in p.program.barriers if b.kind == "named"})
+        ids = {b: next_id + j for j, b in enumerate(named)}
+        next_id += len(named)
+        if next_id > 16:
+            raise SimtcError(f"{len(parts)} CTAs using {len(named)} named barriers each need more than the SM's 16",
+                             rule="co-resident CTAs' named barriers fit in 16 ids")
+        for r in p.program.roles:
+            name = f"cta{k}.{r.name}"
+            roles.append(Role(name, tuple(w + base for w in r.warps), tuple(_renamed(x, k, ids) for x in r.records),
+                              threads=r.threads))
+            for i in range(len(r.records)):
+                if (r.name, i) in p.sources:
+                    sources[(name, i)] = p.sources[(r.name, i)]
+        for b in p.program.barriers:
+            if b.kind == "named":
+                barriers.append(Barrier(named_barrier_key(ids[b.id]), "named", b.count, id=ids[b.id]))
+            else:
+                barriers.append(attrs.evolve(b, name=f"cta{k}:{b.name}"))
+        gmem.update({(w + base, i): plan for (w, i), plan in p.gmem.items()})
+        base += warps[k]
+    first = parts[0].program
+    ctas = "; ".join(dict(p.program.meta)["cta"] for p in parts)
+    meta = (*((key, v) for key, v in first.meta if key != "cta"), ("cta", ctas), ("co_resident", str(len(parts))))
+    prog = Program(first.name, tuple(roles), tuple(barriers),
+                   description=f"blocks {ctas} of {first.name} sharing one SM, as simtc's PTX executor ran each",
+                   meta=meta)
+    return Recorded(prog, sources, parts[0].arch, parts[0].ctas, gmem=gmem, shared_bytes=shared,
+                    device_bytes=parts[0].device_bytes, co_resident=len(parts))
+
+
 def _warps_name(wids: list[int]) -> str:
     if wids == list(range(wids[0], wids[-1] + 1)):
         return f"warps{wids[0]}-{wids[-1]}"
@@ -1127,6 +1238,8 @@ class Recorded:
 
     device_bytes: int = 0
     """Bytes allocated on the device at launch (simtc.cuda's arrays: each copied from the host or set there)."""
+    co_resident: int = 1
+    """CTAs of the Program sharing the SM (:func:`co_resident`); the checker runs on one CTA only."""
 
     @property
     def inputs_in_l2(self) -> bool:
@@ -1139,13 +1252,15 @@ class Recorded:
     def source(self, role: str, index: int) -> Source | None:
         return self.sources.get((role, index))
 
-    def engine(self, *, timing=None, check: bool = True, inputs_in_l2: bool | None = None):
+    def engine(self, *, timing=None, check: bool | None = None, inputs_in_l2: bool | None = None):
         """A fresh :class:`simtc.engine.core.Engine` (timing mode) over the Program with the recorded loads' sectors
         in its L1 (:class:`simtc.engine.l1.CachedL1`, fed block by block by :class:`_LoadPlan`); the SMs sharing HBM
         are :func:`active_sms`. ``inputs_in_l2``: every sector is in L2 at launch, or a first touch goes to HBM
         (default: :attr:`inputs_in_l2`)."""
         if inputs_in_l2 is None:
             inputs_in_l2 = self.inputs_in_l2
+        if check is None:  # co-resident CTAs' records name the same shared-memory bytes (each CTA has its own)
+            check = self.co_resident == 1
         from simtc.engine.core import Engine
         from simtc.engine.l1 import CachedL1, GlobalCaches, l1_capacity
 

@@ -418,3 +418,56 @@ def test_the_summary_counts_the_loads_by_level(chase_module):
     assert s["global_loads"] == {"l1": 28, "l2": 2, "dram": 0} and s["inputs_in_l2"] is True
     assert s["cycles"] == run.cycles
     assert _cold(run).summary()["global_loads"]["dram"] == 2
+
+
+# ---- CTAs sharing an SM -----------------------------------------------------------------------------------------
+
+WORK = r"""
+extern "C" __global__ void work(float* out, const unsigned* table, int n) {
+    extern __shared__ float scratch[];
+    float x = threadIdx.x, y = 1.f, z = 2.f, w = 3.f;   // four dependent FFMA chains: latency-bound
+    for (int i = 0; i < n; ++i) { x = x * 1.0001f + y; y = y * 0.999f + z; z = z * 1.0002f + w; w = w * 0.9998f + x; }
+    scratch[threadIdx.x] = x;
+    __syncthreads();
+    out[blockIdx.x * blockDim.x + threadIdx.x] = scratch[127 - threadIdx.x] + y + z + w + table[threadIdx.x % 16];
+}
+"""
+
+
+def _co_resident(ctas, smem: int = 512):
+    from simtc.cuda._kernel import default_device, pack_args
+    from simtc.ptx.executor import LaunchOptions, launch
+    from simtc.ptx.recording import Recorders, arch_of
+
+    k = xp.RawModule(code=WORK, options=ARCH).get_function("work")
+    out = xp.zeros(4 * 128, dtype=xp.float32)
+    table = xp.asarray(np.arange(16, dtype=np.uint32))
+    with Recorders(ctas, arch=arch_of(k.module), kernel="work") as rec:
+        launch(k.module, "work", grid=(4, 1, 1), block=(128, 1, 1), args=pack_args(k.function, (out, table,
+               np.int32(64))), shared_mem=smem, device=default_device(), options=LaunchOptions(recorder=rec))
+    return rec.program()
+
+
+def test_co_resident_ctas_share_the_sms_sub_partitions_and_l1():
+    from simtc.ptx.recording import run_engine
+
+    one, two = run_engine(_co_resident([(0, 0, 0)])), run_engine(_co_resident([(0, 0, 0), (1, 0, 0)]))
+    prog = two.program
+    warps = {r.name: r.warps for r in prog.roles}
+    assert warps == {f"cta{c}.warp{w}": (4 * c + w,) for c in (0, 1) for w in range(4)}  # 0 and 4 share a partition
+    assert [(b.name, b.id) for b in prog.barriers if b.kind == "named"] == [("named[0]", 0), ("named[1]", 1)]
+    assert dict(prog.meta)["co_resident"] == "2" and two.recorded.shared_bytes == 2 * one.recorded.shared_bytes
+    # latency-bound chains interleave on the shared sub-partitions: more time, less than twice
+    assert one.cycles < two.cycles < 2 * one.cycles, (one.cycles, two.cycles)
+    # one L1: the table's sector is fetched once, the second CTA's reads of it hit
+    assert one.engine.l1.levels == {"l1": 3, "l2": 1, "dram": 0}
+    assert two.engine.l1.levels == {"l1": 7, "l2": 1, "dram": 0}
+    assert two.hazards == [] and not two.engine.check  # the CTAs' shared-memory addresses overlap: no checker
+
+
+def test_co_resident_ctas_that_do_not_fit_one_sm_are_refused():
+    from simtc.errors import SimtcError
+
+    with pytest.raises(SimtcError, match="do not fit on one SM") as e:
+        _co_resident([(0, 0, 0), (1, 0, 0)], smem=120 * 1024)
+    assert e.value.rule == "co-resident CTAs fit in one SM's shared memory and warp slots"
