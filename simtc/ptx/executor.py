@@ -1560,7 +1560,7 @@ def _barrier_threads_ready(cs: CtaState, b: BarrierState) -> bool:
 def _bar(ins: Instruction, c: _Compiler):
     mods = [m for m in ins.modifiers if m not in ("cta", "aligned")]
     if "cluster" in ins.modifiers:
-        raise _refuse("barrier.cluster (clusters of more than one CTA)", ins)
+        return _bar_cluster(ins, c)
     if ins.opcode == "bar" and mods and mods[0] == "warp":
         return _bar_warp(ins, c)
     kind = mods[0] if mods else "sync"
@@ -1639,6 +1639,87 @@ def _bar(ins: Instruction, c: _Compiler):
             return None
         exp = f"{b.expected} threads" if b.expected is not None else f"all {cs.live_warps() * 32} threads"
         w.blocked = f"barrier {bid} ({exp}; {b.threads()} arrived so far)"
+        w.blocked_at = (f.code, e[0], line, text)
+        return BLOCK
+    return body
+
+
+_CLUSTER_BAR_REF = "PTX ISA 9.0 §9.7.13.3"
+
+
+def _cluster_barrier_ready(cs: CtaState) -> bool:
+    """Every warp that has not exited arrived in the current phase (exited threads do not hold it up: PTX ISA 9.0
+    §9.7.12.7, exit)."""
+    cb = cs.cluster_barrier
+    return cb.count > 0 and all(cb.arrived.get(w.wid) == cb.phase for w in cs.warps if not w.done)
+
+
+def _cluster_release(cs: CtaState) -> None:
+    cb = cs.cluster_barrier
+    done = cb.phase
+    cb.phase += 1
+    cb.count = 0
+    still = []
+    for w, e in cb.waiting:
+        if cb.arrived.get(w.wid) == done:
+            del cb.arrived[w.wid]
+            e[0] += 1
+            w.blocked = None
+            w.blocked_at = None
+        else:
+            still.append((w, e))
+    cb.waiting = still
+
+
+def _bar_cluster(ins: Instruction, c: _Compiler):
+    """``barrier.cluster.arrive{.release|.relaxed}{.aligned}`` and ``barrier.cluster.wait{.acquire}{.aligned}``
+    (PTX ISA 9.0 §9.7.13.3): a split barrier over every non-exited thread of the cluster; a wait returns once all of
+    them have arrived in the phase the waiting thread arrived in. simtc executes a launch as clusters of one CTA
+    (the cluster a launch without cluster dimensions has; a launch that asks for more is refused before it runs),
+    so the cluster's threads are this CTA's. Memory ordering (.release/.acquire/.relaxed) needs no action in a
+    sequentially executed CTA. simtc counts arrivals per warp: every live thread of a warp executes it together
+    (the .aligned form requires it; the other form with part of a warp is refused, as for ``bar``)."""
+    kind = next((m for m in ins.modifiers if m in ("arrive", "wait")), None)
+    if kind is None or ins.operands:
+        raise PtxSyntaxError(f"line {ins.line}: barrier.cluster is .arrive or .wait and takes no operands",
+                             rule="barrier.cluster forms", ref=_CLUSTER_BAR_REF)
+    aligned = "aligned" in ins.modifiers
+    line = ins.line
+    text = ins.text or ins.name
+
+    def body(w, f, e, m, full):
+        if np.count_nonzero(m) != np.count_nonzero(w.live):
+            if aligned:
+                raise KernelFault(f"{text}: executed by {np.count_nonzero(m)} of the warp's "
+                                  f"{np.count_nonzero(w.live)} live threads; an .aligned barrier must be executed "
+                                  "by every thread of the warp", rule="aligned barriers need a converged warp",
+                                  ref=_CLUSTER_BAR_REF)
+            raise PtxUnsupported(f"{text}: part of a warp at barrier.cluster (independent thread scheduling), which "
+                                 "simtc's SIMT stack does not model", rule="independent thread scheduling",
+                                 ref=_CLUSTER_BAR_REF)
+        cs = w.cta
+        cb = cs.cluster_barrier
+        if kind == "arrive":
+            if w.wid in cb.arrived:
+                raise KernelFault(f"{text}: warp {w.wid} arrives at barrier.cluster again before its "
+                                  "barrier.cluster.wait", rule="barrier.cluster.arrive and .wait alternate in "
+                                  "each thread", ref=_CLUSTER_BAR_REF)
+            cb.arrived[w.wid] = cb.phase
+            cb.count += 1
+            if _cluster_barrier_ready(cs):
+                _cluster_release(cs)
+            return None
+        arrived = cb.arrived.get(w.wid)
+        if arrived is None:
+            raise KernelFault(f"{text}: warp {w.wid} waits at barrier.cluster without having arrived",
+                              rule="barrier.cluster.wait follows the thread's barrier.cluster.arrive",
+                              ref=_CLUSTER_BAR_REF)
+        if arrived < cb.phase:  # its phase already completed
+            del cb.arrived[w.wid]
+            return None
+        cb.waiting.append((w, e))
+        live = [x.wid for x in cs.warps if not x.done and cb.arrived.get(x.wid) != cb.phase]
+        w.blocked = f"barrier.cluster phase {cb.phase} (warps {live} have not arrived)"
         w.blocked_at = (f.code, e[0], line, text)
         return BLOCK
     return body
@@ -2222,6 +2303,8 @@ def _run_cta(cs: CtaState, run: _Run, kernel: str) -> None:
                     b.arrived = [a for a in b.arrived if a[0] is not w or a[1] is None]
                     if b.expected is None and b.arrived and _barrier_threads_ready(cs, b):
                         _release(cs, bid, b)
+                if _cluster_barrier_ready(cs):
+                    _cluster_release(cs)
         if not alive:
             break
         if not ran:

@@ -93,6 +93,20 @@ class BarrierState:
 
 
 @define(eq=False)
+class ClusterBarrier:
+    """The split ``barrier.cluster.arrive`` / ``.wait`` of a cluster (PTX ISA 9.0 §9.7.13.3): the phase, the warps
+    that arrived in it and the warps waiting for it (each with the stack entry to move past the wait)."""
+
+    phase: int = 0
+    arrived: dict = field(factory=dict)
+    """warp id -> the phase it arrived in (kept until its wait consumes it)."""
+    count: int = 0
+    """Warps that arrived in the current phase."""
+    waiting: list = field(factory=list)
+    """(warp, stack entry) blocked at a wait."""
+
+
+@define(eq=False)
 class Warp:
     """One warp of a CTA: its lanes' thread ids, which lanes live, its frames."""
 
@@ -167,6 +181,8 @@ class CtaState:
     barriers: dict = field(factory=dict)
     launch: object = None
     """The launch's run state (counters, printf, notes)."""
+    cluster_barrier: ClusterBarrier = field(factory=lambda: ClusterBarrier())
+    """``barrier.cluster`` of this CTA's cluster (a launch without clusters is a cluster of one CTA)."""
 
     def live_warps(self) -> int:
         return sum(1 for w in self.warps if not w.done)
