@@ -92,6 +92,9 @@ def test_recorded_diff_counts_are_the_hand_programs_own(data):
             gathers = sum(1 for r in hand.role(role).records if type(r).__name__ == "CpAsyncBulkTensor")
             assert d["by_kind"][f"{role}|field|CpAsyncBulkTensor|coords|tma-coordinates"] == gathers
             assert d["by_kind"][f"{role}|field|CpAsyncBulkTensor|coord_reg|tma-coordinates"] == gathers
+        # every gather4 copied the four rows the index warp computes from the request's indices
+        assert d["gather4_rows_as_computed_from_the_indices"] == d["gather4_copies"]
+        assert d["gather4_copies"]["warp5"] == c["blocks"] * 16
         mma_ops = {k.split("|")[2] for k in d["by_kind"] if k.startswith("mma|")}
         assert mma_ops <= {"CpAsyncBulkTensor", "BarSync"}  # every Cp, Mma, Commit, wait and fence is identical
 

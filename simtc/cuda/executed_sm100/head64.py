@@ -90,8 +90,8 @@ from simtc.kernels.flashmla.executed_head64 import (
 from simtc.kernels.flashmla.models import Head64Model, model
 
 __all__ = ["KERNEL_SOURCE", "PROBE_SOURCE", "ExecutedHead64", "Head64Launch", "build_launch", "case_result",
-           "checkout_from", "engine_comparison", "execute_head64", "executed_diff", "head64_ptx",
-           "kerutils_tensor_maps", "probe", "record", "run_head64", "tensor_names"]
+           "checkout_from", "engine_comparison", "execute_head64", "executed_diff", "executed_gather_rows",
+           "gather_rows", "head64_ptx", "kerutils_tensor_maps", "probe", "record", "run_head64", "tensor_names"]
 
 _RULE = "simtc builds FlashMLA's head64 kernel from a FlashMLA checkout (--flashmla DIR or SIMTC_FLASHMLA_DIR)"
 _HOST = "FlashMLA 9241ae3 csrc/sm100/decode/head64/kernel.cuh L858-961 (KernelTemplate::run)"
@@ -599,6 +599,29 @@ def _without(recorded, cls: str):
     return attrs.evolve(recorded, program=attrs.evolve(prog, roles=roles))
 
 
+def gather_rows(inputs, batch: int = 0, query: int = 0) -> np.ndarray:
+    """int64 [blocks * 64]: the row coordinate of each top-k position of request (batch, query) in the KV tensor
+    maps, as the index warp computes it (``kernel.cuh`` L703: ``block * (stride_kv_block / TMA_K_STRIDE) +
+    row_in_block * tma_coords_step_per_token`` (L657: 1 for both models) for a valid token, -1 for an invalid one
+    or a position past ``topk_length``)."""
+    m = inputs.model
+    tl = inputs.topk_len(batch)
+    blocks = max(-(-tl // 64), 1)
+    idx = np.asarray(inputs.indices[batch, query, :64 * blocks], np.int64)
+    valid = (idx >= 0) & (np.arange(idx.size) < tl)
+    per_block = inputs.block_stride // m.tma_k_stride
+    step = {"v32": 656, "model1": 576}[m.name] // m.tma_k_stride
+    rows = (idx // inputs.page_block_size) * per_block + (idx % inputs.page_block_size) * step
+    return np.where(valid, rows, -1)
+
+
+def executed_gather_rows(program, warp: int) -> list[list[int]]:
+    """The four row coordinates of each ``tile::gather4`` copy warp ``warp`` of a recorded Program issued, in order."""
+    role = next(r for r in program.roles if warp in r.warps)
+    return [list(r.coords[1:]) for r in role.records
+            if type(r).__name__ == "CpAsyncBulkTensor" and r.mode == "gather4"]
+
+
 def _sha(a: np.ndarray) -> str:
     return hashlib.sha256(np.ascontiguousarray(a).tobytes()).hexdigest()
 
@@ -633,8 +656,15 @@ def case_result(checkout, model_name: str, blocks: int, b: int = 1, s_q: int = 1
         d = ExecutedDiff(m.name, blocks, seed, rescale, diffs, hand, run.recorded.program, run)
         kinds = Counter(f"{x['role']}|{x['kind']}|{x['op']}|{x['field'] or ''}|{x['why'] or 'UNEXPLAINED'}"
                         for x in diffs)
+        want = gather_rows(inp).reshape(-1, 4)
+        per = {5: 1, 6: m.rope_gathers // m.nope_gathers}  # gathers per 4 tokens: raw 1, RoPE 2 (V32) or 1
+        gathers = {w: executed_gather_rows(run.recorded.program, w) for w in per}
+        match = {f"warp{w}": sum(got == list(want[k // n]) for k, got in enumerate(gathers[w]))
+                 for w, n in per.items()}
         diff = {"compared": d.counts(), "differences": len(diffs),
-                "unexplained": sum(1 for x in diffs if x["why"] is None), "by_kind": dict(sorted(kinds.items()))}
+                "unexplained": sum(1 for x in diffs if x["why"] is None), "by_kind": dict(sorted(kinds.items())),
+                "gather4_rows_as_computed_from_the_indices": match,
+                "gather4_copies": {f"warp{w}": len(g) for w, g in gathers.items()}}
     return {"model": m.name, "blocks": blocks, "b": b, "s_q": s_q, "seed": seed, "grid": list(run.launch.grid),
             "rescale_blocks": [i for i, r in enumerate(rescale) if r], "rows": rows,
             "out_sha256": _sha(run.outputs.out), "lse_sha256": _sha(run.outputs.lse),
