@@ -424,6 +424,7 @@ class Engine:
         released = nb.st.arrive(w.threads, count)
         nb.last_ev = self.ev(w.role, w.warp, i, "arrive", f"bar {bid} ({nb.st.arrived or count}/{count})", ev)
         if released:
+            nb.counts = set()  # the count may legally change from one generation to the next (PTX ISA 9.0 §9.7.13.1)
             waiters, nb.waiters = nb.waiters, []
             for o in self.observers:
                 o.on_release(now, bid, [x for _, x in waiters])

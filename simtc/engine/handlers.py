@@ -28,9 +28,9 @@ TMA store / bulk copy                    :func:`tma_store`: copy engine, port re
 ``tcgen05.shift``                        :func:`shift`: the tensor pipe (32 B per lane through the TMEM path)
 =======================================  =====================================================================
 
-Three record kinds are added here to :data:`simtc.engine.ops.KIND_OF_CLASS` (:data:`K_INVAL`, :data:`K_ELECT`,
-:data:`K_SHIFT`): ``mbarrier.inval``, ``elect.sync`` and ``tcgen05.shift`` are modelled by this module's handlers
-and the checker only (the semantics layer computes nothing for them).
+``mbarrier.inval``, ``elect.sync`` and ``tcgen05.shift`` (kinds :data:`simtc.engine.ops.K_INVAL`, ``K_ELECT``,
+``K_SHIFT``) are modelled by this module's handlers and the checker only (the semantics layer computes nothing for
+them).
 """
 
 from __future__ import annotations
@@ -39,10 +39,7 @@ from simtc.engine import ops as k
 
 __all__ = ["HANDLERS", "K_ELECT", "K_INVAL", "K_SHIFT", "READS", "parameters_of"]
 
-K_INVAL, K_ELECT, K_SHIFT = 31, 32, 33
-"""The kinds of ``mbarrier.inval``, ``elect.sync`` and ``tcgen05.shift`` (after :mod:`simtc.engine.ops`' 31)."""
-k.KIND_OF_CLASS.update({"MbarrierInval": K_INVAL, "ElectSync": K_ELECT, "Shift": K_SHIFT})
-k.UNIT_OF_KIND[K_SHIFT] = "tensor_pipe"
+K_INVAL, K_ELECT, K_SHIFT = k.K_INVAL, k.K_ELECT, k.K_SHIFT
 
 
 def one_cycle(eng, w, op, i, now, ev) -> int:

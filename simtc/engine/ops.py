@@ -17,7 +17,7 @@ __all__ = ["KIND_OF_CLASS", "SMEM_ASYNC_READERS", "SMEM_GENERIC_READERS", "UNIT_
 (K_SYNC, K_MMA, K_CP, K_COMMIT, K_LD, K_ST, K_WAIT_LD, K_WAIT_ST, K_FENCE_BEFORE, K_FENCE_AFTER, K_INIT, K_ARRIVE,
  K_ARRIVE_TX, K_TRY_WAIT, K_TMA_LOAD, K_TMA_STORE, K_BULK_COMMIT, K_BULK_WAIT, K_BAR_SYNC, K_BAR_ARRIVE,
  K_PROXY_FENCE, K_LD_SHARED, K_ST_SHARED, K_CUDA, K_ALLOC, K_DEALLOC, K_RELINQUISH, K_WGMMA, K_WGMMA_COMMIT,
- K_WGMMA_WAIT, K_WGMMA_FENCE) = range(31)
+ K_WGMMA_WAIT, K_WGMMA_FENCE, K_INVAL, K_ELECT, K_SHIFT) = range(34)
 
 KIND_OF_CLASS = {
     "Mma": K_MMA, "Cp": K_CP, "Commit": K_COMMIT, "Ld": K_LD, "St": K_ST, "WaitLd": K_WAIT_LD, "WaitSt": K_WAIT_ST,
@@ -28,12 +28,12 @@ KIND_OF_CLASS = {
     "BarArrive": K_BAR_ARRIVE, "FenceProxyAsync": K_PROXY_FENCE, "LdShared": K_LD_SHARED, "StShared": K_ST_SHARED,
     "CudaCoreBlock": K_CUDA, "Alloc": K_ALLOC, "Dealloc": K_DEALLOC, "RelinquishAllocPermit": K_RELINQUISH,
     "WgmmaMmaAsync": K_WGMMA, "WgmmaCommitGroup": K_WGMMA_COMMIT, "WgmmaWaitGroup": K_WGMMA_WAIT,
-    "WgmmaFence": K_WGMMA_FENCE,
+    "WgmmaFence": K_WGMMA_FENCE, "MbarrierInval": K_INVAL, "ElectSync": K_ELECT, "Shift": K_SHIFT,
 }
 """Record class name -> the kind the engine dispatches on."""
 
 UNIT_OF_KIND = {K_MMA: "tensor_pipe", K_CP: "tensor_pipe", K_WGMMA: "tensor_pipe", K_LD: "tmem_path",
-                K_ST: "tmem_path", K_TMA_LOAD: "tma", K_TMA_STORE: "tma"}
+                K_ST: "tmem_path", K_TMA_LOAD: "tma", K_TMA_STORE: "tma", K_SHIFT: "tensor_pipe"}
 """The unit an asynchronous record occupies until its ``complete`` event (what a stepper or trace viewer draws)."""
 SMEM_ASYNC_READERS = frozenset((K_MMA, K_CP, K_WGMMA, K_TMA_STORE))
 """Records whose shared-memory reads stay in flight after issue (the checker keeps them as readers)."""
