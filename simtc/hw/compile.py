@@ -91,11 +91,14 @@ def _nvcc_compile(source: str, name: str, arch: str, options: list[str], output:
         raise HardwareUnavailable("no CUDA compiler: install cuda-bindings and nvidia-cuda-nvrtc (the dev extra) "
                                   "or put nvcc on PATH", rule="a CUDA compiler is needed to build kernels")
     with tempfile.TemporaryDirectory() as tmp:
-        src = Path(tmp) / name
+        # the source goes into the temporary folder under its base name only: a name given as a path (a user's
+        # FILE.cu) must never be written to; its folder stays on the include path for its "..." includes
+        src = Path(tmp) / (Path(name).name or "kernel.cu")
         src.write_text(source)
         out = Path(tmp) / ("k.cubin" if output == "cubin" else "k.ptx")
         code = arch.replace("sm_", "")
-        cmd = [nvcc, f"-gencode=arch=compute_{code},code={arch}", f"-{output}", "-o", str(out), str(src),
+        where = [f"-I{Path(name).parent}"] if Path(name).parent != Path(".") else []
+        cmd = [nvcc, f"-gencode=arch=compute_{code},code={arch}", f"-{output}", "-o", str(out), str(src), *where,
                *[o for o in options if not o.startswith("-arch")]]
         proc = subprocess.run(cmd, capture_output=True, text=True)
         if proc.returncode:
