@@ -293,8 +293,10 @@ def _hand(body: str, regs: str = ".reg .b32 %r<4>; .reg .b64 %rd<4>;"):
      "no cluster multicast"),
     ("tcgen05.shift.cta_group::1.down [%r1];", "modelled tcgen05 instructions"),
     ("mbarrier.arrive_drop.shared::cta.b64 %rd1, [bar];", "modelled mbarrier operations"),
-    ("wgmma.mma_async.sync.aligned.m64n8k16.f32.bf16.bf16 {%r0, %r1, %r2, %r3}, {%r0, %r1, %r2, %r3}, %rd1, 1, 1, "
-     "1, 1;", "modelled wgmma forms"),
+    ("wgmma.mma_async.sp.sync.aligned.m64n8k32.f32.bf16.bf16 {%r0, %r1, %r2, %r3}, %rd1, %rd1, %r1, 0, 1, 1, 1, "
+     "0, 0;", "modelled wgmma forms"),
+    ("wgmma.mma_async.sync.aligned.m64n8k8.f32.tf32.tf32 {%r0, %r1, %r2, %r3}, %rd1, %rd1, 1, 1, 1, 0, 0;",
+     "modelled wgmma types"),
 ])
 def test_unmodelled_forms_are_refused_by_name(body, rule):
     m = _hand(body)
