@@ -17,8 +17,18 @@ are printed. The issue-26 goal is >= 2 M thread-instructions/s on the project's 
 
 Measured 2026-12-01 on the project's 2-core machine, two fresh runs (CUTLASS 7107b055), 01_mma_sm100: 13,377,332
 thread-instructions in 3.2-3.5 s, 3.9-4.2 M thread-instructions/s; the whole GEMM (PTX parse and load + launch)
-3.9-4.3 s, plus 12-13 s of nvcc -ptx. wgmma_sm90 (2026-12-03, the same machine shared with other work): see
-docs/run_your_own_kernel.md's Hopper section for the numbers of the latest run.
+3.9-4.3 s, plus 12-13 s of nvcc -ptx.
+
+Measured 2026-12-03 on the same machine while other work shared it (load average 3-4; 01_mma_sm100 ran at 0.65 M
+thread-instructions/s in the same run, against 3.9-4.2 unshared): wgmma_sm90 NT 509,184 thread-instructions in
+1.7-2.3 s, TN 504,064 in 2.0-2.1 s: 0.22-0.30 M thread-instructions/s, C the H200's; parse+load 0.2 s. Below the
+2 M/s goal: the kernel is few, heavy instructions. Its 256 ``wgmma.mma_async`` (1,024 warp-instructions) are each a
+64x64x16 fused dot product in ``simtc.numerics.fused_dot_add``, and its 1,280 warp-wide ``cp.async`` copy 16 bytes
+per lane through a per-lane loop (``simtc/ptx/async_tma.py``). cProfile of one launch: the cp.async loop about 60 %
+of the time, the wgmma instruction 23 % (fused_dot_add two thirds of that, operand reads through descriptors a
+sixth), the rest the executor's CUDA-core instructions. With the cp.async copies vectorized over the lanes
+(measured with a trial version, not in the repository) the launch takes 0.6-0.7 s (0.7-0.9 M/s) and the fused dot
+products are the larger half of what is left.
 """
 
 from __future__ import annotations
