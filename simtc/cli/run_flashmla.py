@@ -325,11 +325,19 @@ def _sha(a: np.ndarray) -> str:
     return hashlib.sha256(np.ascontiguousarray(a).tobytes()).hexdigest()
 
 
-def compare_with_recording(build: PtxBuild, recording, *, names=None, perturb: bool = True, progress=None) -> dict:
+PERTURBATIONS = (1, -1, 2, -2)
+"""The MUFU perturbations of a recording comparison (ulps; the sign pattern of
+:func:`simtc.kernels.flashmla.executed.perturb_mufu` and its mirror): the H200's MUFU.EX2/LG2 results lie within 2
+ulps of simtc's correctly rounded ones (tests/ptx/test_alu.py)."""
+
+
+def compare_with_recording(build: PtxBuild, recording, *, names=None, perturb: tuple[int, ...] = PERTURBATIONS,
+                           progress=None) -> dict:
     """Execute every set of an H200 recording (:func:`simtc.hw.flashmla.load_recording`; ``names``: a subset) and
-    compare O and LSE with the recorded outputs bit for bit; with ``perturb``, also under MUFU results moved by +1
-    and -1 ulp (:func:`simtc.kernels.flashmla.executed.perturb_mufu`): a value that neither moves is one no MUFU
-    approximation reaches, and must be identical. Returns the ``tests/data/flashmla_sm90_executed.json`` object."""
+    compare O and LSE with the recorded outputs bit for bit; also under MUFU results moved by each of ``perturb``
+    (ulps, :func:`simtc.kernels.flashmla.executed.perturb_mufu`): ``mufu_reached`` counts the values one of them
+    moves, ``differing_not_reached`` the values that differ from the H200 although none of them moves them.
+    Returns the ``tests/data/flashmla_sm90_executed.json`` object."""
     from simtc.hw.flashmla import load_recording
     from simtc.kernels.flashmla.executed import MUFU_OPCODES, compare_bits
 
@@ -353,7 +361,7 @@ def compare_with_recording(build: PtxBuild, recording, *, names=None, perturb: b
         if perturb:
             moved_o = np.zeros(r.out.shape, bool)
             moved_l = np.zeros(r.lse.shape, bool)
-            for k in (1, -1):
+            for k in perturb:
                 if progress:
                     progress(f"{name}: executing with MUFU results moved {k:+d} ulp")
                 q = execute(build, inp, mufu_ulps=k)
@@ -371,4 +379,4 @@ def compare_with_recording(build: PtxBuild, recording, *, names=None, perturb: b
             "cutlass_commit": m["cutlass_commit"], "nvcc": m["nvcc"], "nvcc_flags": m["nvcc_flags"],
             "arch": m["arch"], "recording": Path(recording).name, "recording_sha256": hashlib.sha256(
                 Path(recording).read_bytes()).hexdigest(), "recording_device": meta.get("device"),
-            "mufu_opcodes": list(MUFU_OPCODES), "perturbation_ulps": [1, -1] if perturb else [], "sets": rows}
+            "mufu_opcodes": list(MUFU_OPCODES), "perturbation_ulps": list(perturb), "sets": rows}

@@ -337,15 +337,19 @@ _MUFU_LINE = None
 
 
 def perturb_mufu(ptx: str, ulps: int) -> tuple[str, int]:
-    """``ptx`` with the f32 result of every MUFU instruction (:data:`MUFU_OPCODES`, ``.f32``) moved ``ulps`` units
-    in the last place away from zero (towards zero when negative) when it is a finite normal number, by PTX
-    appended after it under the same guard; returns the text and the number of instructions changed.
+    r"""``ptx`` with the f32 result of every MUFU instruction (:data:`MUFU_OPCODES`, ``.f32``) moved by ``ulps`` or
+    ``-ulps`` units in the last place (in the bits: away from zero for a positive step), the sign chosen by bit 1 of
+    the result (+ when it is set), when the result is a finite normal number; an ``lg2`` result below 1 in magnitude
+    moves by ``+-ulps * 2**-22`` instead (the H200's lg2 error is absolute there). By PTX appended after the
+    instruction under its guard. Returns the text and the number of instructions changed.
 
-    The executed kernel's outputs under ``ulps`` = +1 and -1 show which values a MUFU result reaches: a value that
-    moves under neither cannot depend on a MUFU approximation's last bits.
+    A uniform step (every result one ulp up) would mostly cancel in the softmax normalisation (P / sum P); the
+    data-dependent signs move results against each other, as the hardware's own errors do (they are not uniform).
+    The executed kernel's outputs under ``ulps`` = +1 and -1 (the mirrored signs) show which values a MUFU result
+    reaches: a value that moves under neither does not depend on a MUFU approximation's last bits there.
 
-    >>> text, n = perturb_mufu("\\tex2.approx.ftz.f32 \\t%f1, %f2;\\n\\tadd.f32 %f3, %f1, %f1;\\n", 1)
-    >>> n, "add.s32" in text, text.splitlines()[-1].strip()
+    >>> text, n = perturb_mufu("\tex2.approx.ftz.f32 \t%f1, %f2;\n\tadd.f32 %f3, %f1, %f1;\n", 1)
+    >>> n, "selp.s32" in text, text.splitlines()[-1].strip()
     (1, True, 'add.f32 %f3, %f1, %f1;')
     """
     import re
@@ -365,12 +369,21 @@ def perturb_mufu(ptx: str, ulps: int) -> tuple[str, int]:
             continue
         n += 1
         g, d = m.group("guard") or "", m.group("dst")
-        # { t = bits(d); a = |t|; if (0x007fffff < a < 0x7f7fffff) t += ulps; d = t } (finite normals only), each
-        # step under the MUFU instruction's own guard (a PTX block takes none)
-        steps = ("mov.b32 %simtc_t, {d};", "and.b32 %simtc_a, %simtc_t, 2147483647;",
+        # t = bits(d); k = (t & 2) ? ulps : -ulps; if (0x007fffff < |t| < 0x7f7fffff) t += k; d = t -- each step under
+        # the MUFU instruction's own guard (a PTX block takes none). lg2 below 1 in magnitude: d += k * 2**-22
+        # instead (its error there is absolute, 2**-22 measured: tests/ptx/test_alu.py)
+        steps = ["mov.b32 %simtc_t, {d};", "and.b32 %simtc_a, %simtc_t, 2147483647;",
                  "setp.gt.u32 %simtc_p, %simtc_a, 8388607;", "setp.lt.u32 %simtc_q, %simtc_a, 2139095039;",
-                 "and.pred %simtc_p, %simtc_p, %simtc_q;", "@%simtc_p add.s32 %simtc_t, %simtc_t, {k};",
-                 "mov.b32 {d}, %simtc_t;")
-        body = "".join(f"\t{'' if s.startswith('@') else g}{s.format(d=d, k=ulps)}\n" for s in steps)
-        out.append("\t{ .reg .b32 %simtc_t, %simtc_a; .reg .pred %simtc_p, %simtc_q;\n" + body + "\t}\n")
+                 "and.pred %simtc_p, %simtc_p, %simtc_q;", "and.b32 %simtc_a, %simtc_t, 2;",
+                 "setp.ne.u32 %simtc_q, %simtc_a, 0;", "selp.s32 %simtc_a, {k}, {mk}, %simtc_q;"]
+        if m.group("op").startswith("lg2"):
+            steps += ["cvt.rn.f32.s32 %simtc_f, %simtc_a;", "mul.rn.f32 %simtc_f, %simtc_f, 0f34800000;",
+                      "abs.f32 %simtc_g, {d};", "setp.lt.f32 %simtc_q, %simtc_g, 0f3F800000;",
+                      "and.pred %simtc_q, %simtc_q, %simtc_p;", "@%simtc_q add.rn.f32 %simtc_f, {d}, %simtc_f;",
+                      "@%simtc_q mov.b32 %simtc_t, %simtc_f;", "setp.ge.f32 %simtc_q, %simtc_g, 0f3F800000;",
+                      "and.pred %simtc_p, %simtc_p, %simtc_q;"]
+        steps += ["@%simtc_p add.s32 %simtc_t, %simtc_t, %simtc_a;", "mov.b32 {d}, %simtc_t;"]
+        body = "".join(f"\t{'' if s.startswith('@') else g}{s.format(d=d, k=ulps, mk=-ulps)}\n" for s in steps)
+        out.append("\t{ .reg .b32 %simtc_t, %simtc_a; .reg .f32 %simtc_f, %simtc_g; .reg .pred %simtc_p, %simtc_q;\n"
+                   + body + "\t}\n")
     return "".join(out), n
