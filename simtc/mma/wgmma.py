@@ -29,10 +29,10 @@ instruction, reproducing CUTLASS's ``wgmma_sm90.cu`` tutorial on an H200 bit for
 >>> rows, cols = wgmma_fragment(8)
 >>> rows[0].tolist(), cols[0].tolist()   # thread 0: D[0][0], D[0][1], D[8][0], D[8][1]
 ([0, 0, 8, 8], [0, 1, 0, 1])
->>> d = np.arange(64 * 8, dtype=np.float16).reshape(64, 8) / 8
->>> regs = matrix_to_fragment(d, d_dtype="fp16")          # two f16 per .b32 register
->>> regs.shape, hex(int(regs[0, 0])) == hex(int(np.float16(1 / 8).view(np.uint16)) << 16)  # D[0][0]=0, D[0][1]
-((128, 2), True)
+>>> d = np.arange(64 * 8, dtype=np.float16).reshape(64, 8)   # D[0][1] = 1.0 (0x3C00), D[0][0] = 0
+>>> regs = matrix_to_fragment(d, d_dtype="fp16")             # an .f16 D: two values per .b32 register
+>>> regs.shape, hex(int(regs[0, 0]))                          # thread 0, register 0: D[0][1] high, D[0][0] low
+((128, 2), '0x3c000000')
 """
 
 from __future__ import annotations
