@@ -1,24 +1,27 @@
 """``wgmma.mma_async`` (sm_90a) m64nNk16: f32 or f16 accumulators in registers, A from shared memory or registers.
 
-A warpgroup (4 warps, 128 threads) holds the 64 x N accumulator D. Fragment (PTX ISA 9.0 §9.7.15.5.1, the register
-fragment figures of ``wgmma.mma_async.m64nNk16``, as encoded in CUTLASS's ``CLayout_64xN``,
-``include/cute/atom/mma_traits_sm90_gmma.hpp`` lines 433-435 at ``7107b05``; run bit for bit on an H200,
-``tests/data/h200_crosscheck_seed0.npz``): thread t = 32w + l, element i (0 <= i < N/2)
+A warpgroup (4 warps, 128 threads) holds the 64 x N accumulator D. Fragment (PTX ISA 9.0 §9.7.15.5.1.1.1
+"Matrix Fragments for wgmma.mma_async.m64nNk16", its register fragment figures for A and for the accumulator D, as
+encoded in CUTLASS's ``CLayout_64xN``, ``include/cute/atom/mma_traits_sm90_gmma.hpp`` lines 433-435 at ``7107b05``;
+run bit for bit on an H200, ``tests/data/h200_crosscheck_seed0.npz``): thread t = 32w + l, element i (0 <= i < N/2)
 
 * row(t, i) = 16 w + l // 4 + 8 ((i // 2) % 2)
 * col(t, i) = 8 (i // 4) + 2 (l % 4) + (i % 2)
 
 With an ``.f32`` D element i is register i (N/2 ``.f32`` registers per thread). With an ``.f16`` D the same elements
-are packed two to a ``.b32`` register (N/4 ``.f16x2`` registers, PTX ISA 9.0 §9.7.15.5.1): register j holds element
-2j in its low half and element 2j+1 (the odd column beside it) in its high half; CUTLASS's ``CLayout`` for the
-``F16F16F16`` atoms is the same ``CLayout_64xN`` (``SM90_64x64x16_F16F16F16_SS``'s traits, line 671), its values two
-to a ``uint32_t`` register (``CRegisters = uint32_t[16]``, ``include/cute/arch/mma_sm90_gmma.hpp`` line 421).
+are packed two to a ``.b32`` register (N/4 ``.f16x2`` registers, elements listed low to high, the same section):
+register j holds element 2j in its low half and element 2j+1 (the odd column beside it) in its high half; CUTLASS's
+``CLayout`` for the ``F16F16F16`` atoms is the same ``CLayout_64xN`` (``SM90_64x64x16_F16F16F16_SS``'s traits, line
+671), its values two to a ``uint32_t`` register (``CRegisters = uint32_t[16]``,
+``include/cute/arch/mma_sm90_gmma.hpp`` line 421).
 
 A in registers (the RS form, 16-bit A): four ``.b32`` registers per thread, eight values a0..a7, value i at
-(row, col) = the formula above with N = 16 (PTX ISA 9.0 §9.7.15.5.1, the m64nNk16 figure for matrix A; CUTLASS
+(row, col) = the formula above with N = 16 (the same section's figure for matrix A, four ``.f16x2`` registers; CUTLASS
 ``ALayout_64x16``, ``mma_traits_sm90_gmma.hpp`` lines 451-452 at ``7107b05``, which is ``CLayout_64xN<16>``
 stride for stride; the RS atoms' traits use it, e.g. line 698), value 2j in the low half of register j. The RS form
-is K-major only (``static_assert(tnspA == GMMA::Major::K)``, ``mma_sm90_gmma.hpp`` line 474).
+is K-major only (``static_assert(tnspA == GMMA::Major::K)``, ``mma_sm90_gmma.hpp`` line 474). An H200 ran 60 RS
+chains bit for bit as simtc computes them (bf16 and fp16 inputs, ``.f32`` and ``.f16`` D:
+``tests/data/h200_wgmma_rs.npz``, made by :mod:`simtc.hw.wgmma_rs`).
 
 B (and A in the SS form) comes from shared memory through descriptors (:mod:`simtc.mma.operands`); the arithmetic
 is one k16 step of :func:`simtc.numerics.tensor_core_mma` with the sm90 parameters (its
@@ -54,7 +57,7 @@ __all__ = ["WGMMA_M", "a_fragment_to_matrix", "fragment_to_matrix", "matrix_to_a
 WGMMA_M = 64
 WGMMA_K = 16
 _REF = "PTX ISA 9.0 §9.7.15.5.2"
-_REF_FRAG = "PTX ISA 9.0 §9.7.15.5.1 (register fragments of wgmma.mma_async.m64nNk16)"
+_REF_FRAG = "PTX ISA 9.0 §9.7.15.5.1.1.1 (matrix fragments for wgmma.mma_async.m64nNk16)"
 _INPUTS = ("bf16", "fp16")
 _D_TYPES = ("fp32", "fp16")
 _SM90 = ARCH_PARAMS["sm90"]

@@ -773,6 +773,17 @@ def _tc_commit(ins: Instruction, c):
     return body
 
 
+def _lane_base(taddr: int, w) -> str:
+    """How a ``tcgen05.ld``/``st`` address's lane field is read for warp ``w``. A warp reaches only its own quadrant
+    of lanes, 32 x (warp id % 4) onwards (PTX ISA 9.0 §9.7.16.8.3); an address in that quadrant is absolute. Lane
+    field 0 from a warp of another quadrant reaches that warp's own quadrant: FlashMLA's head64 kernel loads P with
+    the bare column from warps of every quadrant (``tmem_cols::P`` at ``csrc/sm100/decode/head64/kernel.cuh`` line
+    169 at 9241ae3) and gives correct results on B200s. [inferred from that kernel; what the hardware does with
+    other out-of-quadrant lane fields is not known, so they stay the model's fault]"""
+    lane = (taddr >> 16) & 0xFFFF
+    return "warp" if lane == 0 and w.wid % 4 else "absolute"
+
+
 def _ldst_form(ins: Instruction, kind: str) -> tuple[str, int, bool]:
     mods = [m for m in ins.modifiers[1:] if m not in ("sync", "aligned", "b32")]
     packing = "pack::16b" if kind == "ld" else "unpack::16b"
@@ -796,7 +807,8 @@ def _tc_ld(ins: Instruction, c):
     def body(w, f, e, m, full):
         lanes = _converged(w, m, ins)
         t = _uniform(taddr(f)[lanes], lanes, ins, "TMEM address") & 0xFFFFFFFF
-        rec = _model(lambda: Ld(t, shape, num, scratch, pack=pack, lane_base="absolute", imm=imm), 0)
+        lb = _lane_base(t, w)
+        rec = _model(lambda: Ld(t, shape, num, scratch, pack=pack, lane_base=lb, imm=imm), 0)
         if rec.nregs != len(wrs):
             raise PtxSyntaxError(f"line {ins.line}: {ins.name} gives each thread {rec.nregs} registers; the list has "
                                  f"{len(wrs)}", rule="one destination register per loaded word", ref=_REF_LDST)
@@ -820,7 +832,8 @@ def _tc_st(ins: Instruction, c):
     def body(w, f, e, m, full):
         lanes = _converged(w, m, ins)
         t = _uniform(taddr(f)[lanes], lanes, ins, "TMEM address") & 0xFFFFFFFF
-        rec = _model(lambda: St(t, shape, num, scratch, unpack=pack, lane_base="absolute", imm=imm), 0)
+        lb = _lane_base(t, w)
+        rec = _model(lambda: St(t, shape, num, scratch, unpack=pack, lane_base=lb, imm=imm), 0)
         if rec.nregs != len(rds):
             raise PtxSyntaxError(f"line {ins.line}: {ins.name} stores {rec.nregs} registers per thread; the list has "
                                  f"{len(rds)}", rule="one source register per stored word", ref=_REF_LDST)
@@ -952,11 +965,11 @@ def _wg_mma(ins: Instruction, c):
     if len(dregs) != n // per:
         raise PtxSyntaxError(f"line {ins.line}: {ins.name} has {len(dregs)} accumulator registers; an .{d_t} D of "
                              f"m64n{n} is {n // per} per thread", rule="wgmma accumulator registers",
-                             ref="PTX ISA 9.0 §9.7.15.5.1")
+                             ref="PTX ISA 9.0 §9.7.15.5.1.1.1")
     if rs and len(_regs(ops[1])) != 4:
         raise PtxSyntaxError(f"line {ins.line}: {ins.name}: A from registers is four .b32 registers per thread, "
                              f"not {len(_regs(ops[1]))}", rule="A from registers is four .b32 registers per thread",
-                             ref="PTX ISA 9.0 §9.7.15.5.1")
+                             ref="PTX ISA 9.0 §9.7.15.5.1.1.1")
     rds = [c.reader(r, "b32") for r in dregs]
     wrs = [c.writer(r, "b32") for r in dregs]
     a_rds = [c.reader(r, "b32") for r in _regs(ops[1])] if rs else None

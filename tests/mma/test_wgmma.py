@@ -100,7 +100,7 @@ def _finite16(rng, shape, dtype: str) -> np.ndarray:
 @pytest.mark.parametrize("n", [8, 64, 256])
 def test_f16_accumulator_packs_two_columns_per_register(n):
     """An .f16 D is N/4 .f16x2 registers: register j of thread t holds CLayout value 2j in its low half and 2j+1 in
-    its high half (PTX ISA 9.0 §9.7.15.5.1; CUTLASS's F16F16F16 atoms: CRegisters = uint32_t[N/4])."""
+    its high half (PTX ISA 9.0 §9.7.15.5.1.1.1; CUTLASS's F16F16F16 atoms: CRegisters = uint32_t[N/4])."""
     rng = np.random.default_rng(n)
     bits = _finite16(rng, (64, n), "fp16")
     regs = matrix_to_fragment(bits.view(np.float16), d_dtype="fp16")
