@@ -54,7 +54,7 @@ from collections.abc import Callable
 from fractions import Fraction
 
 import numpy as np
-from attrs import field, frozen
+from attrs import evolve, field, frozen
 
 from simtc.numerics import formats as _fmt
 from simtc.ptx.errors import PtxUnsupported
@@ -1131,6 +1131,15 @@ def _ftypes(ctx: _Ctx, t: str, family: str) -> tuple[str, bool]:
 def _build_float_arith(ctx: _Ctx) -> AluOp:
     opc = ctx.opcode
     t = ctx.mods[-1]
+    if t == "f32x2":  # sm_100's packed pair of f32 (PTX ISA 9.0 add/sub/mul/fma .f32x2): each half as .f32
+        one = _build_float_arith(evolve(ctx, mods=(*ctx.mods[:-1], "f32")))
+
+        def fn2(*srcs):
+            halves = [np.ascontiguousarray(s).view(np.uint32).reshape(-1, 2) for s in srcs]
+            lo = one.fn(*(h[:, 0].copy() for h in halves))[0]
+            hi = one.fn(*(h[:, 1].copy() for h in halves))[0]
+            return (np.ascontiguousarray(np.stack([lo, hi], axis=1)).view(np.uint64).reshape(-1),)
+        return _op(ctx, ("b64",), ("b64",) * len(one.src_types), fn2)
     family = "half" if t in ("f16", "bf16", "f16x2", "bf16x2") else "float"
     allowed = {"rn", "rz", "rm", "rp", "ftz", "sat", "relu", "approx", "full"}
     rest, (t,) = _split_mods(ctx, allowed, family)

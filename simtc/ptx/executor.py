@@ -1544,7 +1544,8 @@ def _release(cs: CtaState, bid: int, b: BarrierState) -> None:
         if deliver is not None:
             deliver(red)
         if e is not None:
-            e[0] += 1
+            for one in (e if isinstance(e[0], list) else [e]):
+                one[0] += 1
             w.blocked = None
             w.blocked_at = None
     del cs.barriers[bid]
@@ -1607,9 +1608,22 @@ def _bar(ins: Instruction, c: _Compiler):
                                   f"{np.count_nonzero(w.live)} live threads; an .aligned barrier must be executed "
                                   "by every thread of the warp", rule="aligned barriers need a converged warp",
                                   ref=_BAR_REF)
-            raise PtxUnsupported(f"{text}: part of a warp at a non-.aligned barrier waits for the rest of its warp "
-                                 "on sm_70+ (independent thread scheduling), which simtc's SIMT stack does not "
-                                 "model", rule="independent thread scheduling", ref=_BAR_REF)
+            parked = w.parked.setdefault(bid, [])
+            if any(pf is not f for pf, _, _ in parked):
+                raise PtxUnsupported(f"{text}: paths of one warp wait at barrier {bid} in different function frames",
+                                     rule="independent thread scheduling within one frame", ref=_BAR_REF)
+            parked.append((f, e, m.copy()))
+            lanes = np.logical_or.reduce([pm for _, _, pm in parked])
+            if np.count_nonzero(lanes & w.live) != np.count_nonzero(w.live):
+                # this path waits aside for the rest of its warp; the warp runs its other paths up to the barrier
+                del f.stack[next(i for i, x in enumerate(f.stack) if x is e)]
+                return BLOCK
+            del w.parked[bid]
+            others = [pe for _, pe, _ in parked[:-1]]
+            for pe in reversed(others):
+                f.stack.append(pe)  # back on the stack, the first path to arrive on top
+        else:
+            others = []
         cs = w.cta
         b = cs.barriers.get(bid)
         if b is None:
@@ -1619,6 +1633,8 @@ def _bar(ins: Instruction, c: _Compiler):
                               f"{b.expected or 'all'}", rule="every warp at a barrier names the same thread count",
                               ref=_BAR_REF)
         if kind == "arrive":
+            for pe in others:
+                pe[0] += 1
             b.arrived.append((w, None, None, None))
             if _barrier_threads_ready(cs, b):
                 _release(cs, bid, b)
@@ -1632,9 +1648,9 @@ def _bar(ins: Instruction, c: _Compiler):
             def deliver(res, frame=frame, m=m):
                 v = np.full(32, res, np.uint32 if red_op == "popc" else bool)
                 wr(frame, v, m, False)
-        b.arrived.append((w, e, deliver, vals))
+        b.arrived.append((w, [e, *others] if others else e, deliver, vals))
         if _barrier_threads_ready(cs, b):
-            b.arrived[-1] = (w, None, deliver, vals)
+            b.arrived[-1] = (w, others or None, deliver, vals)
             _release(cs, bid, b)
             return None
         exp = f"{b.expected} threads" if b.expected is not None else f"all {cs.live_warps() * 32} threads"

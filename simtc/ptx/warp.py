@@ -126,6 +126,10 @@ class Warp:
     done: bool = False
     executed: int = 0
     specials: dict = field(factory=dict)
+    parked: dict = field(factory=dict)
+    """barrier id -> [(frame, entry, lanes)]: paths of a diverged warp waiting at a non-.aligned barrier for the rest
+    of the warp (PTX ISA 9.0 §9.7.13.1: the barrier "causes executing thread to wait for all non-exited threads
+    from its warp and marks warps' arrival")."""
 
     def grow_local(self, top: int) -> None:
         """Make room for ``top`` bytes of local memory per thread."""

@@ -239,14 +239,24 @@ def test_tmem_store_and_load_round_trip_per_quadrant(tmem_kernel):
     assert out.get().tolist() == list(range(128))
 
 
+def test_tcgen05_ld_with_lane_field_zero_reads_the_warps_own_quadrant(tmem_kernel):
+    """Lane field 0 from warp 1 reads lanes 32-63, as FlashMLA's head64 kernel relies on (its P loads pass the bare
+    column from every warp and are correct on B200s)."""
+    out = xp.zeros(128, dtype=xp.uint32)
+    tmem_kernel((1,), (128,), (out, np.uint32(32), np.uint32(0), np.uint32(0)))
+    ref = xp.zeros(128, dtype=xp.uint32)
+    tmem_kernel((1,), (128,), (ref, np.uint32(32), np.uint32(32), np.uint32(0)))
+    np.testing.assert_array_equal(out.get(), ref.get())
+
+
 def test_tcgen05_ld_outside_the_warps_quadrant_is_a_fault_of_that_warp(tmem_kernel):
     out = xp.zeros(128, dtype=xp.uint32)
     with pytest.raises(KernelFault, match="lane") as e:
-        tmem_kernel((1,), (128,), (out, np.uint32(32), np.uint32(0), np.uint32(0)))  # warp 1 at lanes 0-31
+        tmem_kernel((1,), (128,), (out, np.uint32(32), np.uint32(64), np.uint32(0)))  # warp 1 at lanes 64-95
     assert e.value.thread == ((0, 0, 0), (32, 0, 0))
     assert e.value.line == _line_of(tmem_kernel, "tcgen05.ld")
     with pytest.raises(LaneQuadrantError) as model:  # the record's own rule, as the hand replay meets it
-        Ld(0, "32x32b", 1, "r", lane_base="absolute").lane0(1)
+        Ld(64 << 16, "32x32b", 1, "r", lane_base="absolute").lane0(1)
     assert (e.value.rule, e.value.ref) == (model.value.rule, model.value.ref)
     assert "warp 1 may access lanes 32-63" in e.value.message
 
