@@ -1341,7 +1341,8 @@ def _fma64(a: np.ndarray, b: np.ndarray, c: np.ndarray, rnd: str) -> tuple[np.nd
             rb = r - th
             re = (th - (r - rb)) + (v - rb)
             r = _round_to(r, re, "f64", rnd)
-            if rnd == "rm":  # an exact zero of a non-zero product and c: -0 rounding toward -Inf (IEEE 754 §6.3)
+            # an exact zero of a non-zero product and c is -0 rounding toward -Inf (IEEE 754-2019, section 6.3)
+            if rnd == "rm":
                 np.putmask(r, (r == 0) & (re == 0), -0.0)
         bad = ~((np.abs(uh) > 2.0**-968) & (np.abs(r) < 2.0**1020))
         if np.count_nonzero(bad):

@@ -17,7 +17,7 @@ iterator ``ArithmeticTuple<_0,_0>`` is empty), ``mC``/``mD`` are the extents, th
 ``accumulate_``, and each TMA atom is a 256-byte ``.align 128`` parameter with its ``CUtensorMap`` at offset 0
 (:mod:`simtc.cuda.cute_params` cites where CuTe puts it). The maps are what ``make_tma_atom`` asks the driver for
 (``include/cute/atom/copy_traits_sm90_tma.hpp:1038-1059`` at 7107b05): rank 2 (the TMA coordinates are
-``(k, m)``, ``tAgA: ArithTuple(_0,0) o (((_64,_128),_1),4):(((_1@0,_1@1),_0),_64@0)``, 02_mma_tma_sm100.cu:279),
+``(k, m)``, ``tAgA: ArithTuple(_0,0) o (((_64,_128),_1),4):(((_1@0,_1@1),_0),_64@0)``, tutorial 02 line 279),
 ``globalDim = (K, M)``, ``globalStrides = (2K,)`` bytes (A is (M,K):(K,1), host code lines 613-614), the box
 ``(64, 128)`` for A and ``(64, 256)`` for B (one 128x64 / 256x64 MMA tile, lines 427-430, 491-512), element
 strides 1, ``SWIZZLE_128B`` (``Layout_K_SW128_Atom``, lines 471-472), ``L2_PROMOTION_L2_128B``, no OOB fill.
@@ -54,7 +54,7 @@ OPTIONS = ("-std=c++17", "--expt-relaxed-constexpr", "-ftz=false", f"-I{Path(CUT
            f"-I{Path(CUTLASS or '.') / 'tools' / 'util' / 'include'}", f"-I{TUTORIALS}")
 SMEM = 49280
 """``sizeof(SharedStorage)`` (derived): A's 128x64 and B's 256x64 halfs (the layouts the tutorials print, e.g.
-02_mma_tma_sm100.cu:475-476), each ``alignas(128)``, then two 16-aligned mbarriers and the TMEM address (lines
+tutorial 02 lines 475-476), each ``alignas(128)``, then two 16-aligned mbarriers and the TMEM address (lines
 120-132), rounded up to the struct's 128-byte alignment: 16384 + 32768 + 36 -> 49280. 03 and 04 print the same
 layouts (03:513-514, 04:515-516); in 05 the C and D epilogue tiles share a union with A and B (05:130-145)."""
 
