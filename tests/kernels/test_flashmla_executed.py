@@ -130,10 +130,13 @@ def test_the_command_writes_the_outputs_file(build, tmp_path, capsys):
     name, inp, _ = sets[4]
     io.save_inputs(tmp_path / "in.npz", inp)
     out = tmp_path / "out.npz"
-    rc = _executed(lambda: main(["run", "flashmla-sm90", "--flashmla", CHECKOUT, "--inputs", str(tmp_path / "in.npz"),
-                                 "--save-outputs", str(out), "--json"]))
-    assert rc == 0
-    summary = json.loads(capsys.readouterr().out)
+    rc = main(["run", "flashmla-sm90", "--flashmla", CHECKOUT, "--inputs", str(tmp_path / "in.npz"),
+               "--save-outputs", str(out), "--json"])
+    cap = capsys.readouterr()
+    if rc == 1 and any(g in cap.err for g in KNOWN_GAPS):  # the command prints the fault as one line
+        pytest.xfail(f"executor gap: {cap.err.strip()}")
+    assert rc == 0, cap.err
+    summary = json.loads(cap.out)
     assert summary["num_sm_parts"] == 132 and summary["outputs"] == str(out)
     o = io.load_outputs(out, inp)
     import hashlib
