@@ -37,7 +37,7 @@ from __future__ import annotations
 
 from simtc.engine import ops as k
 
-__all__ = ["HANDLERS", "K_ELECT", "K_INVAL", "K_SHIFT", "READS", "parameters_of"]
+__all__ = ["HANDLERS", "K_ELECT", "K_INVAL", "K_SHIFT", "READS", "cached_l1", "parameters_of"]
 
 K_INVAL, K_ELECT, K_SHIFT = k.K_INVAL, k.K_ELECT, k.K_SHIFT
 
@@ -70,15 +70,42 @@ def st_shared(eng, w, op, i, now, ev) -> int:
     return 1
 
 
+def cached_l1(eng, inputs_in_l2: bool | None = None):
+    """The engine's L1 as :class:`simtc.engine.l1.CachedL1` (tag stores over the L1 and L2,
+    :class:`~simtc.engine.l1.GlobalCaches`), put in place of its plain miss path (keeping what that booked) the first
+    time a block with known sectors runs, or by the caller beforehand. The L1 holds what the unified cache leaves
+    beside the Program's ``shared_bytes`` (its ``meta``; :func:`~simtc.engine.l1.l1_capacity`); L2 holds the launch's
+    data at the start when ``inputs_in_l2`` (default: the Program's ``meta`` ``inputs_in_l2``, else no)."""
+    from simtc.engine.l1 import CachedL1, GlobalCaches, l1_capacity
+
+    l1 = eng.l1
+    if isinstance(l1, CachedL1) and inputs_in_l2 is None:
+        return l1
+    meta = dict(eng.program.meta)
+    if inputs_in_l2 is None:
+        inputs_in_l2 = bool(meta.get("inputs_in_l2", 0))
+    caches = GlobalCaches(l1_capacity(eng.arch, int(meta.get("shared_bytes", 0))), inputs_in_l2)
+    new = CachedL1(eng.timing, caches, eng.memory)
+    new.server = l1.server
+    eng.l1 = new
+    eng.__dict__.setdefault("load_levels", {})
+    return new
+
+
 def cuda_core(eng, w, op, i, now):
     """A block of CUDA-core work: its slices on the sub-partition (issue slot and pipes), its LDS/STS on the
     port, its LDG/STG in the memory system (a load's data then crosses the port too: L1 and shared memory are
     one data pipe); the warp goes on when the slices are done and its dependent chain
-    has run; the registers it writes are ready then (or when its loads are back, if they are not on the chain)."""
+    has run; the registers it writes are ready then (or when its loads are back, if they are not on the chain).
+    A block whose loads' and stores' sectors are known (``gmem_loads`` / ``gmem_stores``: a recorded kernel's) has
+    them looked up in the L1 and L2 (:func:`cached_l1`); the farthest level its loads reached is kept in the
+    engine's ``load_levels`` under ``(warp, record index)``."""
     cost = op.cost
     env = eng.sched.env
     sp, port, n = w.sp, eng.port, cost.slices
     start = mem_done = 0
+    rec = op.rec
+    planned = bool(rec.gmem_loads or rec.gmem_stores)
     for s in range(n):
         t0, end = sp.slice(env.now, cost, s)
         if s == 0:
@@ -88,6 +115,15 @@ def cuda_core(eng, w, op, i, now):
             eng.issued(w, i, op, t0)
             if eng.mode == "semantics":
                 eng.execute(op.rec, w)
+            if planned:
+                l1 = cached_l1(eng)
+                if len(rec.gmem_loads) != len(cost.loads) or len(rec.gmem_stores) != len(cost.stores):
+                    from simtc.engine.core import EngineError
+
+                    raise EngineError(f"{rec.name}: {len(rec.gmem_loads)} load and {len(rec.gmem_stores)} store "
+                                      f"sector lists for {len(cost.loads)} LDG and {len(cost.stores)} STG",
+                                      rule="a block's gmem_loads / gmem_stores follow its LDG / STG counts")
+                l1.start(*rec.sectors, t0)
             for nbytes, rows, lines, wavefronts in cost.loads:
                 # out through the L1's miss path (per line), to L2/HBM, back through the L1 data pipe (the SM's
                 # port: the load's wavefronts, simtc.engine.l1.load_wavefronts)
@@ -98,6 +134,8 @@ def cuda_core(eng, w, op, i, now):
                     mem_done = done
             for nbytes, rows, _, _ in cost.stores:
                 eng.memory.request(t0, nbytes, rows, write=True, ldg=True)
+            if planned and rec.gmem_loads:
+                eng.load_levels[(w.warp, i)] = eng.l1.block_level
         wf = cost.wavefronts * (s + 1) // n - cost.wavefronts * s // n
         if wf:
             e = port.transfer(t0, wf, "ldst", w.idx)

@@ -53,10 +53,12 @@ class ScheduleReport:
 
 
 def explore(program, n: int, seed: int = 0, *, timing: Timing | None = None, mode: str = "timing",
-            cta_factory=None, known=None) -> ScheduleReport:
+            cta_factory=None, known=None, engine=None) -> ScheduleReport:
     """Run ``program`` under ``n`` schedules (see the module text). ``cta_factory()`` gives each semantics-mode run
     a fresh CTA state. ``known(hazard)``: whether a hazard is a known finding of the kernel the Program reproduces
-    (listed under ``"known"``, not among the rules that fail a schedule)."""
+    (listed under ``"known"``, not among the rules that fail a schedule). ``engine(timing)``: the engine each
+    schedule runs on, built over ``program`` (e.g. a recorded kernel's, whose SMs share HBM as its launch's do:
+    :meth:`simtc.ptx.recording.Recorded.engine`); default ``Engine(program, mode=mode, timing=timing)``."""
     from simtc.engine.core import Engine
 
     if isinstance(n, bool) or not isinstance(n, int) or n < 1:
@@ -67,7 +69,7 @@ def explore(program, n: int, seed: int = 0, *, timing: Timing | None = None, mod
         s = None if k == 0 else seed + k
         t = base if s is None else perturbed(base, s)
         cta = cta_factory() if cta_factory is not None else None
-        eng = Engine(program, mode=mode, timing=t, cta=cta).run()
+        eng = (Engine(program, mode=mode, timing=t, cta=cta) if engine is None else engine(t)).run()
         found = [h for h in eng.hazards if h.rule != "deadlock"]
         theirs = [h for h in found if known is not None and known(h)]
         rules = sorted({h.rule for h in found if not (known is not None and known(h))})

@@ -14,7 +14,13 @@ semantics layer's effect registry; ``""`` = timing only):
   ``"scattered"`` (one row per lane, a gather); ``gmem_rows`` overrides the rows per warp-instruction (1 to 32,
   e.g. FlashMLA's SM90 producer: 8 tokens x 4 lanes) and ``gmem_pitch`` gives the bytes between rows in memory
   (where rows start within their 128-byte lines; 0 = on a line) and ``gmem_lanes`` how lanes map to rows
-  (``grouped`` or ``interleaved``), which the L1 model reads (:mod:`simtc.engine.l1`).
+  (``grouped`` or ``interleaved``), which the L1 model reads (:mod:`simtc.engine.l1`);
+* ``gmem_loads`` / ``gmem_stores`` -- where the addresses are known (a kernel simtc's executor ran,
+  :mod:`simtc.ptx.recording`): each global load's 32-byte sectors (``address // 32``) and cache policy
+  (:data:`GMEM_POLICIES`), each store's sectors, in the order of the block's LDG / STG counts. The engine looks them
+  up in the SM's L1 and the chip's L2 (:class:`simtc.engine.l1.CachedL1`) wherever the block runs; empty: every
+  load is priced as an L1 miss. Sectors are written as runs, ``"0x1f40+4 0x1f48"`` (hex start, ``+count`` when
+  more than one): a coalesced warp load is one run.
 
 Its footprint is declared by explicit fields.
 
@@ -24,10 +30,15 @@ Its footprint is declared by explicit fields.
 '// cuda_core exp2: FFMA2 x16, MUFU.EX2 x32 -> effect softmax_exp2'
 >>> b.instructions
 48
+>>> CudaCoreBlock("ld", (("LDG.E.32", 1),), gmem_loads=(("l1", [64, 65, 66, 67, 70]),)).gmem_loads
+(('l1', '0x40+4 0x46'),)
+>>> sectors_of("0x40+4 0x46")
+(64, 65, 66, 67, 70)
 """
 
 from __future__ import annotations
 
+import functools
 from typing import ClassVar
 
 from attrs import field, frozen
@@ -35,7 +46,7 @@ from attrs import field, frozen
 from simtc.isa.base import Instr, as_int, as_str_tuple, fail, is_str, name_str, nonneg, register
 from simtc.isa.footprint import PROXIES, Footprint, SmemRange, TmemRect
 
-__all__ = ["LANE_ORDERS", "CudaCoreBlock"]
+__all__ = ["GMEM_POLICIES", "LANE_ORDERS", "CudaCoreBlock", "sector_runs", "sectors_of"]
 
 
 def _counts(value) -> tuple[tuple[str, int], ...]:
@@ -71,6 +82,69 @@ def _gmem_rows(inst, attribute, value) -> None:
     if value not in (0, 1, 2, 4, 8, 16, 32):
         fail(f"gmem_rows must be 0 (from gmem) or a power of two from 1 to 32 rows per warp-instruction, got "
              f"{value!r}", rule="CudaCoreBlock global access pattern")
+
+
+GMEM_POLICIES = ("l1", "l1_no_allocate", "l2")
+"""Where a global load may be kept (:func:`simtc.engine.l1.load_policy`: from its PTX cache operator)."""
+
+
+def sector_runs(sectors) -> str:
+    """Sector numbers as the text of ``gmem_loads`` / ``gmem_stores``: ascending runs ``"0xSTART[+COUNT]"``."""
+    xs = sorted({int(x) for x in sectors})
+    if xs and xs[0] < 0:
+        fail(f"sector {xs[0]}: sector numbers are address // 32 >= 0", rule="CudaCoreBlock global sectors")
+    out, k = [], 0
+    while k < len(xs):
+        j = k
+        while j + 1 < len(xs) and xs[j + 1] == xs[j] + 1:
+            j += 1
+        out.append(f"{xs[k]:#x}" + (f"+{j - k + 1}" if j > k else ""))
+        k = j + 1
+    return " ".join(out)
+
+
+@functools.lru_cache(maxsize=65536)
+def sectors_of(text: str) -> tuple[int, ...]:
+    """The sector numbers of a ``gmem_loads`` / ``gmem_stores`` text (:func:`sector_runs`)."""
+    out: list[int] = []
+    for run in text.split():
+        start, _, n = run.partition("+")
+        try:
+            a, c = int(start, 16), int(n) if n else 1
+        except ValueError:
+            fail(f"sector run {run!r}: 0xSTART or 0xSTART+COUNT", rule="CudaCoreBlock global sectors")
+        if a < 0 or c < 1:
+            fail(f"sector run {run!r}: a start >= 0 and a count >= 1", rule="CudaCoreBlock global sectors")
+        out.extend(range(a, a + c))
+    return tuple(out)
+
+
+def _sectors_text(value) -> str:
+    if isinstance(value, str):
+        text = " ".join(value.split())
+        sectors_of(text)  # (checked)
+        return text
+    return sector_runs(value)
+
+
+def _gmem_loads(value) -> tuple[tuple[str, str], ...]:
+    out = []
+    for item in value:
+        try:
+            policy, sectors = item
+        except (TypeError, ValueError):
+            fail(f"gmem_loads entries are (policy, sectors) pairs, got {item!r}", rule="CudaCoreBlock global sectors")
+        if policy not in GMEM_POLICIES:
+            fail(f"gmem_loads policy {policy!r}: one of {', '.join(GMEM_POLICIES)}",
+                 rule="CudaCoreBlock global sectors", ref="PTX ISA 9.0 §9.7.9.1")
+        out.append((policy, _sectors_text(sectors)))
+    return tuple(out)
+
+
+def _gmem_stores(value) -> tuple[str, ...]:
+    if isinstance(value, str):
+        fail("gmem_stores is a list of sector texts, one per store", rule="CudaCoreBlock global sectors")
+    return tuple(_sectors_text(v) for v in value)
 
 
 def _chain(inst, attribute, value) -> None:
@@ -122,6 +196,14 @@ class CudaCoreBlock(Instr):
     gmem_rows: int = field(default=0, converter=as_int, validator=_gmem_rows)
     gmem_pitch: int = field(default=0, converter=as_int, validator=nonneg)
     gmem_lanes: str = field(default="grouped", validator=_gmem_lanes)
+    gmem_loads: tuple[tuple[str, str], ...] = field(default=(), converter=_gmem_loads, metadata={"codec": "pairs"})
+    gmem_stores: tuple[str, ...] = field(default=(), converter=_gmem_stores, metadata={"codec": "tuple"})
+
+    @property
+    def sectors(self) -> tuple[tuple[tuple[tuple[int, ...], str], ...], tuple[tuple[int, ...], ...]]:
+        """``(loads, stores)`` as the engine's cache model takes them: each load's ``(sector numbers, policy)``, each
+        store's sector numbers."""
+        return (tuple((sectors_of(t), p) for p, t in self.gmem_loads), tuple(sectors_of(t) for t in self.gmem_stores))
 
     @property
     def instructions(self) -> int:

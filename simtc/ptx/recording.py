@@ -26,21 +26,25 @@ While :func:`simtc.ptx.executor.launch` runs one CTA (``LaunchOptions(recorder=R
   through :meth:`simtc.semantics.Cta.observe`) and its ``wavefronts`` their bank-conflict count
   (:func:`simtc.smem.banks.bank_conflicts` on the lanes' addresses);
 * every global load and store with the 32-byte sectors its lanes touched (their addresses read from the registers
-  before it runs), which the engine looks up in the SM's L1 and the chip's L2 (:class:`simtc.engine.l1.GlobalCaches`:
-  an L1 hit costs ``ldg_l1_latency``, an L2 hit ``ldg_l2_latency``, the rest an HBM round trip; measured on the
-  H200, ``tests/data/h200_memory_latency.json``). A run of CUDA-core work is cut after a branch (when it holds a
-  global load) and before a global load whose address came from one of the run's own loads (a pointer chase), so
-  that the engine, which sends a block's loads at its start, sends them as ``ptxas`` would (a basic block's loads
-  hoisted above the work that does not feed them; assumed) and a dependent load after the one it depends on. A
-  load nothing in its block reads is off the block's chain: its registers are the block's ``regs_written``, ready
-  when it arrives, and the block that reads them lists them in ``regs_read`` (the engine's scoreboard holds it), so
-  loads used late overlap the work in between; a load the next record reads ends its block's chain.
+  before it runs), kept in its block (``CudaCoreBlock.gmem_loads`` with the load's cache policy, ``gmem_stores``),
+  which the engine looks up in the SM's L1 and the chip's L2 wherever the Program runs -- :func:`run_engine`,
+  schedules, the stepper, a Program exported and read back (:func:`simtc.engine.handlers.cached_l1`,
+  :class:`simtc.engine.l1.GlobalCaches`: an L1 hit costs ``ldg_l1_latency``, an L2 hit ``ldg_l2_latency``, the rest
+  an HBM round trip; measured on the H200, ``tests/data/h200_memory_latency.json``). A run of CUDA-core work is cut
+  after a branch (when it holds a global load) and before a global load whose address came from one of the run's own
+  loads (a pointer chase), so that the engine, which sends a block's loads at its start, sends them as ``ptxas``
+  would (a basic block's loads hoisted above the work that does not feed them; assumed) and a dependent load after
+  the one it depends on. A load nothing in its block reads is off the block's chain: its registers are the block's
+  ``regs_written``, ready when it arrives, and the block that reads them lists them in ``regs_read`` (the engine's
+  scoreboard holds it), so loads used late overlap the work in between; a load the next record reads ends its
+  block's chain.
 
-:meth:`Recorder.program` builds the Program: warps that ran identical streams form one role, the barrier table
-holds every mbarrier by its shared-memory address (the name :func:`simtc.ptx.async_ops.mbarrier_name` gives it)
-with its ``mbarrier.init`` count, and the named barriers with their thread counts. Each record's ``label`` names
-its PTX line(s) and CUDA source line(s) (from ``-lineinfo``), which the stepper and the traces show; the same
-positions are in :attr:`Recorded.sources`, keyed by ``(role, record index)``.
+:meth:`Recorder.program` builds the Program: warps that ran identical streams (their loads' sectors included) form
+one role, the barrier table holds every mbarrier by its shared-memory address (the name
+:func:`simtc.ptx.async_ops.mbarrier_name` gives it) with its ``mbarrier.init`` count, and the named barriers with
+their thread counts. Each record's ``label`` names its PTX line(s) and CUDA source line(s) (from ``-lineinfo``),
+which the stepper and the traces show; the same positions are in :attr:`Recorded.sources`, keyed by ``(role, record
+index)``.
 
 :func:`run_engine` runs the Program on :class:`simtc.engine.core.Engine` (timing mode, :meth:`Recorded.engine`: the
 recorded sectors in its L1): the CTA's cycles, the hazard checker's report, where the cycles went
@@ -66,9 +70,9 @@ poll (the engine's ``try_wait`` then passes the later ones at once); a lone ``mb
 ``complete_tx`` has no record and is not replayed. The L1 starts empty; L2 holds the launch's data when the
 device's allocations fit in it, as the host's copies leave them there (measured on the H200:
 ``tests/data/h200_exec_timing.json``), else nothing (a first touch is an HBM round trip);
-``Recorded.engine(inputs_in_l2=...)`` chooses. Schedules
-(:meth:`EngineRun.schedules`) run the Program on engines of their own, without the recorded sectors: there every
-global load is an L1 miss to HBM (the Program's ``meta``, ``global_loads``, says so).
+``Recorded.engine(inputs_in_l2=...)`` chooses. The Program's ``meta`` holds what an engine needs to price its loads
+as this recording does: ``shared_bytes`` (the L1 left beside it), ``inputs_in_l2`` and ``active_sms`` (an
+:class:`~simtc.engine.core.Engine` argument: ``Engine(program, active_sms=...)`` for a Program read back from JSON).
 """
 
 from __future__ import annotations
@@ -94,10 +98,10 @@ COSTS = ("PTX-derived: each executed PTX instruction as the SASS class(es) it co
          "engine's CUDA-core parameters")
 """The ``cuda_core_costs`` entry of a recorded Program's ``meta``: how its CudaCoreBlocks' costs were derived."""
 
-GLOBAL_LOADS = ("the sectors each executed global load touched, looked up in the SM's L1 and the chip's L2 "
-                "(simtc.engine.l1.GlobalCaches: L1 hits after ldg_l1_latency, L2 hits after ldg_l2_latency, the rest "
-                "from HBM) when the Program runs through simtc.ptx.recording.run_engine / EngineRun.stepper; run "
-                "elsewhere (or exported), every global load is priced as an L1 miss to HBM")
+GLOBAL_LOADS = ("the sectors each executed global load touched (its CudaCoreBlock's gmem_loads / gmem_stores), "
+                "looked up in the SM's L1 and the chip's L2 by every engine that runs the Program (simtc.engine.l1."
+                "GlobalCaches: L1 hits after ldg_l1_latency, L2 hits after ldg_l2_latency, the rest from HBM); a "
+                "block whose sectors are unknown has its loads priced as L1 misses to HBM")
 """The ``global_loads`` entry of a recorded Program's ``meta``."""
 
 EXPANSIONS = {
@@ -753,17 +757,13 @@ class Recorder:
         for wid, st in streams.items():
             if not st:
                 continue
-            groups.setdefault(tuple(r for r, _, _ in st), []).append(wid)
-        roles, sources, gmem = [], {}, {}
+            groups.setdefault(tuple(r for r, _ in st), []).append(wid)
+        roles, sources = [], {}
         for recs, wids in groups.items():
             rname = f"warp{wids[0]}" if len(wids) == 1 else _warps_name(wids)
             roles.append(Role(rname, tuple(wids), recs))
-            for i, (_, src, _) in enumerate(streams[wids[0]]):
+            for i, (_, src) in enumerate(streams[wids[0]]):
                 sources[(rname, i)] = src
-            for w in wids:
-                for i, (_, _, plan) in enumerate(streams[w]):
-                    if plan is not None:
-                        gmem[(w, i)] = plan
         if not roles:
             raise SimtcError("the recorded CTA issued nothing", rule="a recorded CTA has instructions")
         barriers, counts, named = [], {}, {}
@@ -789,9 +789,12 @@ class Recorder:
                                    "executor ran it: each warp's records in issue order",
                        meta=(("source", "executed PTX (simtc.ptx.recording)"), ("cta", f"{c[0]},{c[1]},{c[2]}"),
                              ("arch", self.arch), ("cuda_core_costs", COSTS), ("global_loads", GLOBAL_LOADS),
+                             ("shared_bytes", self.shared_bytes), ("device_bytes", self.device_bytes),
+                             ("inputs_in_l2", int(_fits_l2(self.arch, self.device_bytes))),
+                             ("active_sms", _active_sms(self.arch, self.ctas)),
                              *((("untimed", "; ".join(f"PTX {ln} `{_short(t, 60)}`" for ln, t in
                                                       sorted(self.untimed.items()))),) if self.untimed else ())))
-        return Recorded(prog, sources, self.arch, self.ctas, gmem=gmem, shared_bytes=self.shared_bytes,
+        return Recorded(prog, sources, self.arch, self.ctas, shared_bytes=self.shared_bytes,
                         device_bytes=self.device_bytes)
 
 
@@ -870,7 +873,7 @@ def co_resident(parts: list[Recorded]) -> Recorded:
         raise SimtcError(f"{len(parts)} CTAs of {parts[0].shared_bytes} bytes of shared memory and {warps[0]} warps "
                          f"do not fit on one SM ({MAX_SHARED_PER_SM} bytes, {MAX_WARPS_PER_SM} warps)",
                          rule="co-resident CTAs fit in one SM's shared memory and warp slots")
-    roles, barriers, gmem, sources = [], [], {}, {}
+    roles, barriers, sources = [], [], {}
     base = next_id = 0
     for k, p in enumerate(parts):
         named = sorted({b.id for b in p.program.barriers if b.kind == "named"})
@@ -891,15 +894,15 @@ def co_resident(parts: list[Recorded]) -> Recorded:
                 barriers.append(Barrier(named_barrier_key(ids[b.id]), "named", b.count, id=ids[b.id]))
             else:
                 barriers.append(attrs.evolve(b, name=f"cta{k}:{b.name}"))
-        gmem.update({(w + base, i): plan for (w, i), plan in p.gmem.items()})
         base += warps[k]
     first = parts[0].program
     ctas = "; ".join(dict(p.program.meta)["cta"] for p in parts)
-    meta = (*((key, v) for key, v in first.meta if key != "cta"), ("cta", ctas), ("co_resident", str(len(parts))))
+    meta = (*((key, shared if key == "shared_bytes" else v) for key, v in first.meta if key != "cta"), ("cta", ctas),
+            ("co_resident", str(len(parts))))
     prog = Program(first.name, tuple(roles), tuple(barriers),
                    description=f"blocks {ctas} of {first.name} sharing one SM, as simtc's PTX executor ran each",
                    meta=meta)
-    return Recorded(prog, sources, parts[0].arch, parts[0].ctas, gmem=gmem, shared_bytes=shared,
+    return Recorded(prog, sources, parts[0].arch, parts[0].ctas, shared_bytes=shared,
                     device_bytes=parts[0].device_bytes, co_resident=len(parts))
 
 
@@ -1038,7 +1041,7 @@ def _loaded_out(execs: list[_Exec]) -> set[str]:
 
 
 def _stream(execs: list[_Exec], arch: str, nwarps: int) -> Iterator[tuple]:
-    """(record, Source, global accesses or None) of one warp, in issue order.
+    """(record, Source) of one warp, in issue order.
 
     Where a global load's registers are read next: by a later block (that block reads them: the engine's scoreboard
     holds it until they arrive), by a record right after the load's block (the block waits for the load: its
@@ -1076,7 +1079,7 @@ def _stream(execs: list[_Exec], arch: str, nwarps: int) -> Iterator[tuple]:
         src = Source(ex.ins.line, ex.ins.line, ex.ins.text or ex.ins.name, _cuda([ex.ins]))
         where = _label(src).replace(f"PTX {src.ptx_first}", f"PTX {src.ptx_first} `{_short(src.ptx_text)}`", 1)
         for rec in recs:
-            yield attrs.evolve(rec, label=where + (f" ({rec.label})" if rec.label else "")), src, None
+            yield attrs.evolve(rec, label=where + (f" ({rec.label})" if rec.label else "")), src
 
 
 @functools.lru_cache(maxsize=1024)
@@ -1141,10 +1144,11 @@ def _fused(execs: list[_Exec]) -> set[int]:
 
 
 def _block(execs: list[_Exec], arch: str, at_end=frozenset(), reads=frozenset()) -> tuple:
-    """A run of CUDA-core work as a :class:`~simtc.isa.cuda_core.CudaCoreBlock`, its Source and its global accesses
-    ``(loads, stores)`` in the order the engine books them (``loads``: ``(sectors, policy)`` per load, class by class
-    in the counts' order). ``at_end``: registers of its loads the next record reads (the block's chain ends with
-    those loads); ``reads``: registers of earlier blocks' loads it reads (it waits for them)."""
+    """A run of CUDA-core work as a :class:`~simtc.isa.cuda_core.CudaCoreBlock` and its Source; the block carries its
+    global accesses in the order the engine books them (``gmem_loads``: ``(policy, sectors)`` per load, class by
+    class in the counts' order; ``gmem_stores``) when every one's sectors are known. ``at_end``: registers of its
+    loads the next record reads (the block's chain ends with those loads); ``reads``: registers of earlier blocks'
+    loads it reads (it waits for them)."""
     from simtc.isa.cuda_core import CudaCoreBlock
     from simtc.isa.footprint import coalesce
 
@@ -1195,14 +1199,8 @@ def _block(execs: list[_Exec], arch: str, at_end=frozenset(), reads=frozenset())
     lines = [e.ins.line for e in execs]
     src = Source(min(lines), max(lines), first.text or first.name, _cuda([e.ins for e in execs]), len(execs))
     load_regs = sorted(late)
-    rec = CudaCoreBlock(
-        f"ptx_{min(lines)}_{max(lines)}", tuple(counts.items()),
-        smem_reads=coalesce(np.concatenate(reads_smem)) if reads_smem else (),
-        smem_writes=coalesce(np.concatenate(writes)) if writes else (),
-        regs_read=tuple(sorted(reads)), regs_written=tuple(load_regs),
-        chain=tuple((c, n) for c, n in chain.items() if c in counts),
-        wavefronts=wavefronts, label=f"{_label(src)}: {len(execs)} PTX instructions (PTX-derived cost)")
-    plan = None
+    gmem_loads: tuple = ()
+    gmem_stores: tuple = ()
     if loads or stores:
         from simtc.engine.issue import memory_access
 
@@ -1211,9 +1209,17 @@ def _block(execs: list[_Exec], arch: str, at_end=frozenset(), reads=frozenset())
 
         ld, st = of(True, loads), of(False, stores)
         if all(len(gs) == counts[c] and all(x.sectors is not None for x in gs) for c, gs in ld + st):
-            plan = (tuple((x.sectors, x.policy) for _, gs in ld for x in gs), tuple(x.sectors for _, gs in st
-                                                                                    for x in gs))
-    return rec, src, plan
+            gmem_loads = tuple((x.policy, x.sectors) for _, gs in ld for x in gs)
+            gmem_stores = tuple(x.sectors for _, gs in st for x in gs)
+    rec = CudaCoreBlock(
+        f"ptx_{min(lines)}_{max(lines)}", tuple(counts.items()),
+        smem_reads=coalesce(np.concatenate(reads_smem)) if reads_smem else (),
+        smem_writes=coalesce(np.concatenate(writes)) if writes else (),
+        regs_read=tuple(sorted(reads)), regs_written=tuple(load_regs),
+        chain=tuple((c, n) for c, n in chain.items() if c in counts),
+        wavefronts=wavefronts, gmem_loads=gmem_loads, gmem_stores=gmem_stores,
+        label=f"{_label(src)}: {len(execs)} PTX instructions (PTX-derived cost)")
+    return rec, src
 
 
 # ------------------------------------------------------------------------------------------------------------
@@ -1230,9 +1236,6 @@ class Recorded:
     arch: str = "sm100"
     ctas: int = 1
     """CTAs of the launch's grid (the engine's ``active_sms``: one CTA per SM, at most every SM)."""
-    gmem: dict = field(factory=dict, eq=False, repr=False)
-    """``(warp, record index)`` -> ``(loads, stores)`` of a CUDA-core block: each load's ``(sectors, policy)`` and
-    each store's sectors, in the order the engine books them (what :class:`_LoadPlan` hands the L1)."""
     shared_bytes: int = 0
     """The CTA's shared memory (static + dynamic), beside which the L1 is left (:func:`simtc.engine.l1.l1_capacity`)."""
 
@@ -1245,83 +1248,26 @@ class Recorded:
     def inputs_in_l2(self) -> bool:
         """Whether the launch starts with its data in L2: the device's allocations fit in ``l2_bytes`` (the host's
         copies leave what they wrote in L2: :class:`simtc.engine.l1.GlobalCaches`)."""
-        from simtc.engine.l1 import CACHE_PARAMETERS
-
-        return self.device_bytes <= CACHE_PARAMETERS[self.arch]["l2_bytes"].value
+        return _fits_l2(self.arch, self.device_bytes)
 
     def source(self, role: str, index: int) -> Source | None:
         return self.sources.get((role, index))
 
     def engine(self, *, timing=None, check: bool | None = None, inputs_in_l2: bool | None = None):
-        """A fresh :class:`simtc.engine.core.Engine` (timing mode) over the Program with the recorded loads' sectors
-        in its L1 (:class:`simtc.engine.l1.CachedL1`, fed block by block by :class:`_LoadPlan`); the SMs sharing HBM
-        are :func:`active_sms`. ``inputs_in_l2``: every sector is in L2 at launch, or a first touch goes to HBM
-        (default: :attr:`inputs_in_l2`)."""
-        if inputs_in_l2 is None:
-            inputs_in_l2 = self.inputs_in_l2
+        """A fresh :class:`simtc.engine.core.Engine` (timing mode) over the Program; the SMs sharing HBM are
+        :func:`active_sms`. The blocks' recorded sectors go through the engine's L1 and L2
+        (:func:`simtc.engine.handlers.cached_l1`, as on any engine that runs the Program). ``inputs_in_l2``: every
+        sector is in L2 at launch, or a first touch goes to HBM (default: :attr:`inputs_in_l2`, the Program's
+        ``meta``)."""
         if check is None:  # co-resident CTAs' records name the same shared-memory bytes (each CTA has its own)
             check = self.co_resident == 1
         from simtc.engine.core import Engine
-        from simtc.engine.l1 import CachedL1, GlobalCaches, l1_capacity
+        from simtc.engine.handlers import cached_l1
 
-        plan = _LoadPlan(self.gmem)
         eng = Engine(self.program, mode="timing", arch=self.arch, timing=timing, check=check,
-                     active_sms=active_sms(self), observers=(plan,))
-        caches = GlobalCaches(l1_capacity(eng.arch, self.shared_bytes), inputs_in_l2)
-        eng.l1 = plan.l1 = CachedL1(eng.timing, caches, eng.memory)
-        eng.load_plan = plan
+                     active_sms=active_sms(self))
+        cached_l1(eng, self.inputs_in_l2 if inputs_in_l2 is None else inputs_in_l2)
         return eng
-
-
-class _LoadPlan:
-    """An engine observer that hands :class:`simtc.engine.l1.CachedL1` the recorded global accesses of each
-    CUDA-core block as the block issues (the engine's ``on_issue`` comes just before the block's loads are booked,
-    in its ``cost.loads`` order); a block whose loads the engine did not all book is an error, not a silent
-    misattribution."""
-
-    def __init__(self, gmem: dict):
-        self.gmem = gmem
-        self.l1 = None
-        self.levels: dict[tuple[int, int], str] = {}
-        """``(warp, record index)`` -> the farthest level a load of that block reached (its last issue)."""
-        self._last: tuple[int, int] | None = None
-
-    def _check(self) -> None:
-        if self._last is not None and self.l1 is not None:
-            self.levels[self._last] = self.l1.block_level
-            self._last = None
-        if self.l1 is not None and self.l1.pending:
-            from simtc.errors import EngineError
-
-            raise EngineError(f"a CUDA-core block left {self.l1.pending} of its recorded global loads unbooked",
-                              rule="the engine books a block's loads one by one, in its counts' order, when it issues")
-
-    def on_issue(self, cycle: int, w, i: int, op, token=None) -> None:
-        from simtc.engine import ops
-
-        self._check()
-        if op.kind == ops.K_CUDA and self.l1 is not None:
-            loads, stores = self.gmem.get((w.warp, i), ((), ()))
-            self.l1.start(loads, stores, cycle)
-            self._last = (w.warp, i)
-
-    def on_end(self, cycle: int) -> None:
-        self._check()
-
-    def on_arrival(self, *a) -> None:
-        pass
-
-    def on_phase(self, *a) -> None:
-        pass
-
-    def on_wait(self, *a) -> None:
-        pass
-
-    def on_release(self, *a) -> None:
-        pass
-
-    def on_violation(self, *a) -> None:
-        pass
 
 
 @define(eq=False)
@@ -1352,11 +1298,11 @@ class EngineRun:
         global loads by the level that answered them (``global_loads``: ``l1``, ``l2``, ``dram``; with
         ``inputs_in_l2``, whether the launch started with its data in L2)."""
         l1 = getattr(self.engine, "l1", None)
-        plan = getattr(self.engine, "load_plan", None)
-        warm = getattr(getattr(l1, "caches", None), "inputs_in_l2", None)
+        caches = getattr(l1, "caches", None)
+        warm = getattr(caches, "inputs_in_l2", None)
         return dict(self.engine.summary(), arch=self.recorded.arch, program=self.program.name,
                     roles={r.name: list(r.warps) for r in self.program.roles}, counts=self.program.counts(),
-                    global_loads=dict(getattr(l1, "levels", {})) if plan is not None else {}, inputs_in_l2=warm)
+                    global_loads=dict(getattr(l1, "levels", {})) if caches is not None else {}, inputs_in_l2=warm)
 
     def breakdown(self) -> dict:
         """Where the cycles went, per warp: the time from each record's issue to the warp's next issue (or its end),
@@ -1366,8 +1312,7 @@ class EngineRun:
         from simtc.isa.cuda_core import CudaCoreBlock
 
         eng = self.engine
-        plan = getattr(eng, "load_plan", None)
-        levels = plan.levels if plan is not None else {}
+        levels = getattr(eng, "load_levels", {})
         names = {"": "cuda-core", "l1": "cuda-core, L1 hits", "l2": "cuda-core, L2", "dram": "cuda-core, DRAM"}
         roles = {r.name: r for r in self.program.roles}
         issues: dict[int, list] = {}
@@ -1397,11 +1342,15 @@ class EngineRun:
         return Stepper(self.recorded.engine, title=self.program.name)
 
     def schedules(self, n: int, seed: int = 0):
-        """The checker under ``n`` schedules (:func:`simtc.engine.schedules.explore`)."""
+        """The checker under ``n`` schedules (:func:`simtc.engine.schedules.explore`) on the engine
+        :meth:`Recorded.engine` builds (its SMs sharing HBM, its L1 and L2 over the recorded sectors): schedule 0 is
+        this run's timing."""
         from simtc.engine.parameters import Timing
         from simtc.engine.schedules import explore
 
-        return explore(self.program, n, seed, timing=Timing(self.recorded.arch), mode="timing")
+        rec = self.recorded
+        return explore(self.program, n, seed, timing=Timing(rec.arch), mode="timing",
+                       engine=lambda t: rec.engine(timing=t))
 
 
 def arch_of(module) -> str:
@@ -1424,10 +1373,20 @@ def arch_of(module) -> str:
 
 def active_sms(recorded: Recorded) -> int:
     """SMs that share HBM with the recorded CTA: one per CTA of the grid, at most the chip's ``sm_count``
-    (simtc's assumption: a CTA per SM, the grid in one wave)."""
+    (simtc's assumption: a CTA per SM, the grid in one wave); the Program's ``meta`` ``active_sms``."""
+    return _active_sms(recorded.arch, recorded.ctas)
+
+
+def _active_sms(arch: str, ctas: int) -> int:
     from simtc.engine.parameters import Timing
 
-    return max(1, min(int(recorded.ctas), int(Timing(recorded.arch)["sm_count"])))
+    return max(1, min(int(ctas), int(Timing(arch)["sm_count"])))
+
+
+def _fits_l2(arch: str, device_bytes: int) -> bool:
+    from simtc.engine.l1 import CACHE_PARAMETERS
+
+    return device_bytes <= CACHE_PARAMETERS[arch]["l2_bytes"].value
 
 
 def run_engine(recorded: Recorded) -> EngineRun:

@@ -13,11 +13,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import attrs
 import numpy as np
 import pytest
 
 import simtc.cuda as xp
 from simtc.engine.copy_engine import CopyEngine
+from simtc.engine.core import EngineError
 from simtc.engine.l1 import CACHE_PARAMETERS
 from simtc.engine.memory import MemorySystem
 from simtc.engine.parameters import Timing
@@ -154,6 +156,36 @@ def test_a_recorded_programs_stepper_sees_the_same_caches(chase_module):
     assert "simtc.engine.l1.GlobalCaches" in meta["global_loads"]
 
 
+def test_every_engine_run_of_a_recorded_program_prices_its_loads_alike(chase_module):
+    """The sectors travel in the Program's CudaCoreBlocks: the timing run, schedule 0 of --schedules, and the
+    Program exported to JSON and read back onto a plain Engine give the same cycles (and the cold launch, with
+    nothing in L2, differs)."""
+    import json as _json
+
+    from simtc.engine.core import Engine
+    from simtc.isa.program import Program
+
+    _, distinct = _tables(30)
+    run = _chase(chase_module, distinct, 30)
+    report = run.schedules(2)
+    assert report.runs[0]["cycles"] == run.cycles and report.runs[1]["cycles"] != run.cycles
+    back = Program.from_json(_json.loads(_json.dumps(run.program.to_json())))
+    assert back == run.program
+    meta = dict(back.meta)
+    eng = Engine(back, arch=meta["arch"], active_sms=meta["active_sms"]).run()
+    assert eng.cycles == run.cycles and eng.l1.levels == run.engine.l1.levels == {"l1": 0, "l2": 30, "dram": 0}
+    assert _cold(run).cycles > run.cycles + 30 * 300
+    # a block's sector lists follow its LDG / STG counts, or the engine refuses the block
+    blocks = [(r, k, x) for r in back.roles for k, x in enumerate(r.records)
+              if isinstance(x, CudaCoreBlock) and x.gmem_loads]
+    role, k, rec = blocks[0]
+    bad = attrs.evolve(rec, gmem_loads=rec.gmem_loads * 2)
+    roles = tuple(attrs.evolve(r, records=(*r.records[:k], bad, *r.records[k + 1:])) if r is role else r
+                  for r in back.roles)
+    with pytest.raises(EngineError, match="2 load and 0 store sector lists for 1 LDG"):
+        Engine(attrs.evolve(back, roles=roles), arch=meta["arch"]).run()
+
+
 # ---- the dual-QK tcgen05 kernel --------------------------------------------------------------------------------
 
 def _dual_qk():
@@ -181,7 +213,8 @@ def test_the_dual_qk_kernels_cycles_are_explained():
            "l2": CACHE_PARAMETERS["sm100"]["ldg_l2_latency"].value, "dram": t["dram_latency"]}
     rounds = image_bytes // (16 * 128 * 4)
     assert rounds == 18
-    sectors = {int(s) for plan in run.recorded.gmem.values() for sec, _ in plan[0] for s in sec}
+    sectors = {s for role in run.program.roles for rec in role.records if isinstance(rec, CudaCoreBlock)
+               for sec, _ in rec.sectors[0] for s in sec}
     for r, first, name in ((run, "l2", "cuda-core, L2"), (cold, "dram", "cuda-core, DRAM")):
         parts = r.breakdown()
         print(f"dual-QK, first touches from {first}: {r.cycles} cycles; by warp and record: {parts}")
