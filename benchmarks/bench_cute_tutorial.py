@@ -1,7 +1,7 @@
 """Thread-instructions per second and wall time of CUTLASS's CuTe tutorial GEMMs, unmodified, in simtc (fresh process).
 
 Run: ``SIMTC_CUTLASS_DIR=<a CUTLASS checkout> .venv/bin/python benchmarks/bench_cute_tutorial.py [NAME ...]`` (nvcc on
-PATH); NAME is ``01_mma_sm100``, ``wgmma_sm90`` or ``wgmma_tma_sm90``, default the first two, each timed in a fresh
+PATH); NAME is ``01_mma_sm100``, ``wgmma_sm90`` or ``wgmma_tma_sm90``, default all three, each timed in a fresh
 process of its own. The tutorial's device code is compiled to PTX by nvcc against the checkout's headers and launched
 through :mod:`simtc.cuda` as tests/cuda/test_cute_tutorials.py launches it; the result is checked before the numbers
 are printed. The issue-26 goal is >= 2 M thread-instructions/s on the project's 2-core machine.
@@ -12,23 +12,24 @@ are printed. The issue-26 goal is >= 2 M thread-instructions/s on the project's 
 * ``hopper/wgmma_sm90.cu`` (``SM90_64x64x16_F16F16F16_SS``: fp16 accumulators; cp.async loads, a 3-stage pipeline)
   on the problem recorded on an H200, 256x128x512 (2 CTAs of 128 threads, 128x128x64 tiles, 8 k-tiles, 256
   wgmma.mma_async), its NT and TN kernels; C checked against the H200's SHA-256 (tests/data/h200_cute_tutorials.json).
-* ``hopper/wgmma_tma_sm90.cu`` (TMA loads, mbarrier pipeline) likewise; simtc's executor refuses its
-  ``barrier.cluster.arrive/wait`` for now, which the run reports.
+* ``hopper/wgmma_tma_sm90.cu`` (TMA loads, an mbarrier pipeline, ``cute::cluster_sync()``) likewise.
 
 Measured 2026-12-01 on the project's 2-core machine, two fresh runs (CUTLASS 7107b055), 01_mma_sm100: 13,377,332
 thread-instructions in 3.2-3.5 s, 3.9-4.2 M thread-instructions/s; the whole GEMM (PTX parse and load + launch)
 3.9-4.3 s, plus 12-13 s of nvcc -ptx.
 
-Measured 2026-12-03 on the same machine while other work shared it (load average 3-4; 01_mma_sm100 ran at 0.65 M
-thread-instructions/s in the same run, against 3.9-4.2 unshared): wgmma_sm90 NT 509,184 thread-instructions in
-1.7-2.3 s, TN 504,064 in 2.0-2.1 s: 0.22-0.30 M thread-instructions/s, C the H200's; parse+load 0.2 s. Below the
-2 M/s goal: the kernel is few, heavy instructions. Its 256 ``wgmma.mma_async`` (1,024 warp-instructions) are each a
-64x64x16 fused dot product in ``simtc.numerics.fused_dot_add``, and its 1,280 warp-wide ``cp.async`` copy 16 bytes
-per lane through a per-lane loop (``simtc/ptx/async_tma.py``). cProfile of one launch: the cp.async loop about 60 %
-of the time, the wgmma instruction 23 % (fused_dot_add two thirds of that, operand reads through descriptors a
-sixth), the rest the executor's CUDA-core instructions. With the cp.async copies vectorized over the lanes
-(measured with a trial version, not in the repository) the launch takes 0.6-0.7 s (0.7-0.9 M/s) and the fused dot
-products are the larger half of what is left.
+Measured 2026-12-03 on the same machine while other work shared its two cores (load average 2; 01_mma_sm100's
+launch took 8.2 s there, 1.6 M thread-instructions/s, against 3.2-3.5 s unshared), fresh processes, C the H200's
+each time: wgmma_sm90 NT 509,184 thread-instructions in 1.0 s, TN 504,064 in 1.1 s (0.45-0.50 M
+thread-instructions/s); wgmma_tma_sm90 NT 379,710 in 0.65 s, TN 378,122 in 0.46 s (0.59-0.83 M/s); parse+load
+0.1-0.2 s. Under load average 3-4 wgmma_sm90 ran at 0.22-0.30 M/s. Below the 2 M/s goal: these kernels are few,
+heavy instructions. Their 256 ``wgmma.mma_async`` (1,024 warp-instructions) are each a 64x64x16 fused dot product
+in ``simtc.numerics.fused_dot_add``, and wgmma_sm90's 1,280 warp-wide ``cp.async`` copy 16 bytes per lane through a
+per-lane loop (``simtc/ptx/async_tma.py``). cProfile of one wgmma_sm90 launch: the cp.async loop about 60 % of the
+time, the wgmma instruction 23 % (fused_dot_add two thirds of that, operand reads through descriptors a sixth), the
+rest the executor's CUDA-core instructions. With the cp.async copies vectorized over the lanes (measured with a
+trial version, not in the repository) its launch took 0.6-0.7 s at load 3 (0.7-0.9 M/s), and the fused dot
+products are then the larger half of what is left.
 """
 
 from __future__ import annotations
@@ -47,7 +48,7 @@ from pathlib import Path
 import numpy as np
 
 TUTORIALS = ("01_mma_sm100", "wgmma_sm90", "wgmma_tma_sm90")
-DEFAULT = ("01_mma_sm100", "wgmma_sm90")
+DEFAULT = TUTORIALS
 ROOT = Path(__file__).resolve().parents[1]
 
 

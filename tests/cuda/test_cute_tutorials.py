@@ -10,11 +10,11 @@ code passes (its ``gemm_nt`` / ``gemm_tn``: the problem shape, the pointers, the
 words) and ``C`` is compared with numpy. The inputs are the tutorials' own kind (each element +1 or -1), so every
 partial sum is an integer well inside fp16's exact range and the numpy product is the exact answer.
 
-The Hopper tutorials use ``SM90_64x64x16_F16F16F16_SS`` (fp16 A, B **and accumulator**): ``wgmma_sm90.cu``'s C
-equals numpy's product within the fp16 accumulation error and is bit-identical (SHA-256) to what the same tutorial
-wrote on an H200 (``tests/data/h200_cute_tutorials.json``, M x N x K = 256 x 128 x 512). ``wgmma_tma_sm90.cu`` (TMA
-loads, mbarrier pipeline) synchronises its cluster with ``barrier.cluster.arrive/wait`` after the mbarrier
-initialisation, which simtc's executor refuses by name for now; its tests are strict xfails on that refusal.
+The Hopper tutorials use ``SM90_64x64x16_F16F16F16_SS`` (fp16 A, B **and accumulator**): ``wgmma_sm90.cu``
+(cp.async loads) and ``wgmma_tma_sm90.cu`` (TMA loads, an mbarrier pipeline, ``cute::cluster_sync()`` after the
+mbarrier initialisation) each give a C that equals numpy's product within the fp16 accumulation error and is
+bit-identical (SHA-256) to what the same tutorial wrote on an H200 (``tests/data/h200_cute_tutorials.json``,
+M x N x K = 256 x 128 x 512).
 """
 
 from __future__ import annotations
@@ -30,7 +30,6 @@ import pytest
 
 import simtc.cuda as xp
 from simtc.ptx import parser
-from simtc.ptx.errors import PtxUnsupported
 
 CUTLASS = os.environ.get("SIMTC_CUTLASS_DIR")
 NVCC = shutil.which("nvcc")
@@ -151,16 +150,6 @@ def _ptx_file(ptx: str) -> Path:
     return _PTX_FILES[key]
 
 
-_TMA_XFAIL = pytest.mark.xfail(
-    strict=True, raises=PtxUnsupported,
-    reason="wgmma_tma_sm90.cu calls cute::cluster_sync() (barrier.cluster.arrive/wait.aligned) after initialising its "
-           "mbarriers; simtc's executor refuses barrier.cluster by name (simtc/ptx/executor.py, _bar)")
-
-
-def _hopper(name: str):
-    return pytest.param(name, marks=_TMA_XFAIL) if name == "wgmma_tma_sm90" else name
-
-
 def _formula(count: int, salt: int) -> np.ndarray:
     """tests/data/h200_cute_tutorials_record.cu's inputs: ((((i + s) * 2654435761) mod 2^32 >> 20) mod 17 - 8) / 8."""
     h = ((np.arange(count, dtype=np.uint64) + salt) * 2654435761) & 0xFFFFFFFF
@@ -173,7 +162,7 @@ def _recording() -> dict:
     return json.loads((Path(__file__).resolve().parents[1] / "data" / "h200_cute_tutorials.json").read_text())
 
 
-@pytest.mark.parametrize("name", [_hopper(n) for n in HOPPER])
+@pytest.mark.parametrize("name", HOPPER)
 @pytest.mark.parametrize("trans", ["NT", "TN"])
 def test_hopper_tutorial_exact_on_small_integers(tutorial_ptx, name, trans):
     """Inputs of +1 and -1 (the tutorial's own kind, 128 x 128 x 256): every partial sum is an integer well inside
@@ -202,7 +191,7 @@ def _fp16_accumulation_bound(am: np.ndarray, bm: np.ndarray) -> np.ndarray:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", [_hopper(n) for n in HOPPER])
+@pytest.mark.parametrize("name", HOPPER)
 @pytest.mark.parametrize("trans", ["NT", "TN"])
 def test_hopper_tutorial_fp16_accumulation_and_h200_digest(tutorial_ptx, name, trans):
     """The recorded problem (256 x 128 x 512, the recording's formula inputs, multiples of 1/8): C lies within the fp16
