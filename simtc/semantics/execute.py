@@ -25,9 +25,9 @@ import numpy as np
 
 from simtc.isa.base import Instr
 from simtc.isa.cuda_core import CudaCoreBlock
-from simtc.isa.mbarrier import MbarrierArrive, MbarrierArriveExpectTx, MbarrierInit, MbarrierTryWait
+from simtc.isa.mbarrier import MbarrierArrive, MbarrierArriveExpectTx, MbarrierInit, MbarrierInval, MbarrierTryWait
 from simtc.isa.shared import LdShared, StShared
-from simtc.isa.sync import BarArrive, BarSync, FenceProxyAsync
+from simtc.isa.sync import BarArrive, BarSync, ElectSync, FenceProxyAsync
 from simtc.isa.tcgen05 import (
     Alloc,
     Commit,
@@ -38,6 +38,7 @@ from simtc.isa.tcgen05 import (
     Ld,
     Mma,
     RelinquishAllocPermit,
+    Shift,
     St,
     WaitLd,
     WaitSt,
@@ -147,6 +148,19 @@ def _st(r: St, cta: Cta, warp: int, threads: int) -> None:
     cta.tmem.st(_ldst_taddr(r, warp), cta.reg(warp, r.src), r._op(), warp=warp, label=r)
 
 
+@_apply.register
+def _elect(r: ElectSync, cta: Cta, warp: int, threads: int) -> None:
+    """``elect.sync`` picks the lane the record's role already is; nothing to compute."""
+
+
+@_apply.register
+def _shift(r: Shift, cta: Cta, warp: int, threads: int) -> None:
+    raise SemanticsError(f"{r.ptx()}: the data movement of tcgen05.shift is not modelled (the record's footprint is an "
+                         "assumption: the PTX text simtc cites does not say which lanes take part), so a Program "
+                         "with it runs on the engine and the checker only", rule="modelled tcgen05 data movement",
+                         ref="PTX ISA 9.0 §9.7.16.9.3")
+
+
 @_apply.register(WaitLd)
 @_apply.register(WaitSt)
 @_apply.register(FenceBeforeThreadSync)
@@ -168,13 +182,29 @@ def _mbar_init(r: MbarrierInit, cta: Cta, warp: int, threads: int) -> None:
 
 
 @_apply.register
+def _mbar_inval(r: MbarrierInval, cta: Cta, warp: int, threads: int) -> None:
+    """The object stops being an mbarrier (PTX ISA 9.0 §9.7.13.15.10): a later use is "used before mbarrier.init"."""
+    cta.mbarrier(r.bar)
+    del cta.mbarriers[r.bar]
+
+
+def _keep_token(r: MbarrierArrive | MbarrierArriveExpectTx, cta: Cta, warp: int, phase: int) -> None:
+    """The arrive's ``state`` token: the phase it arrived in (simtc's reading of the opaque token, as the checker's)."""
+    if r.state:
+        cta.warp_regs(warp)[r.state] = ("mbarrier-token", r.bar, phase)
+
+
+@_apply.register
 def _mbar_arrive(r: MbarrierArrive, cta: Cta, warp: int, threads: int) -> None:
-    cta.mbarrier(r.bar).arrive(r.count * threads)
+    bar = cta.mbarrier(r.bar)
+    _keep_token(r, cta, warp, bar.phase)
+    bar.arrive(r.count * threads)
 
 
 @_apply.register
 def _mbar_expect(r: MbarrierArriveExpectTx, cta: Cta, warp: int, threads: int) -> None:
     bar = cta.mbarrier(r.bar)
+    _keep_token(r, cta, warp, bar.phase)
     bar.expect_tx(r.tx_bytes)
     bar.arrive(1)
 
@@ -182,6 +212,18 @@ def _mbar_expect(r: MbarrierArriveExpectTx, cta: Cta, warp: int, threads: int) -
 @_apply.register
 def _mbar_wait(r: MbarrierTryWait, cta: Cta, warp: int, threads: int) -> None:
     bar = cta.mbarrier(r.bar)
+    if r.token:
+        tok = cta.warp_regs(warp).get(r.token)
+        if not (isinstance(tok, tuple) and tok[:2] == ("mbarrier-token", r.bar)):
+            raise SemanticsError(f"warp {warp} waits on mbarrier {r.bar!r} with {r.token!r}, which holds no state "
+                                 f"token of an arrive on {r.bar!r}", rule="a token wait takes the state of an "
+                                 "arrive on the same mbarrier", ref=f"{_REF_MBAR}.16")
+        if bar.phase <= tok[2]:
+            raise WouldBlock(f"warp {warp} waits on mbarrier {r.bar!r} for phase {tok[2]} (its token), which has not "
+                             f"completed ({bar.pending} of {bar.count} arrivals and {bar.tx} tx bytes pending)",
+                             rule="try_wait with a token returns once the token's phase has completed",
+                             ref=f"{_REF_MBAR}.16")
+        return
     if not bar.completed(r.parity):
         raise WouldBlock(f"warp {warp} waits on mbarrier {r.bar!r} for the phase of parity {r.parity}, which has not "
                          f"completed ({bar.pending} of {bar.count} arrivals and {bar.tx} tx bytes pending)",
