@@ -17,7 +17,9 @@ While :func:`simtc.ptx.executor.launch` runs one CTA (``LaunchOptions(recorder=R
   :class:`~simtc.isa.tma.BulkWaitGroupRead`; the copies the engine has no record for (``cp.async`` of sm_80,
   prefetches, shared::cta -> shared::cluster) are listed in the Program's ``meta`` (``untimed``);
 * ``bar.sync`` / ``bar.arrive`` / ``bar.red`` as :class:`~simtc.isa.sync.BarSync` / :class:`~simtc.isa.sync.BarArrive`
-  with the barrier id and thread count the warp gave (read from its registers when it issued them);
+  with the barrier id and thread count the warp gave (read from its registers when it issued them), one per arrival
+  of the warp: where its lanes reach a non-``.aligned`` barrier on different paths, the executor parks the first and
+  arrives once, when the last gets there, and the recording keeps that path's instruction only;
 * the CUDA-core work between two of those as :class:`~simtc.isa.cuda_core.CudaCoreBlock` s whose cost is
   **PTX-derived** (:func:`sass_classes`): each executed PTX instruction becomes the SASS instruction class(es)
   it compiles to (integer, fp32, fp64, MUFU, conversion, memory, ...), the block's ``chain`` is its longest
@@ -472,6 +474,8 @@ class Recorder:
         self._pos = 0
         self._cur: tuple[int, _Exec] | None = None
         self._stop = None
+        self._bars: dict[tuple[int, int], _Exec] = {}
+        """``(warp, barrier id)`` -> the warp's last barrier instruction at that id (see :meth:`_one_arrival`)."""
 
     # ---- the launch's hooks ------------------------------------------------------------------------------
     def __enter__(self) -> Recorder:
@@ -548,12 +552,27 @@ class Recorder:
         ex = _Exec(_fn, pc, ins, bin(bits).count("1"))
         if ins.opcode in ("bar", "barrier") and (not ins.modifiers or ins.modifiers[0] != "warp"):
             ex.bar = self._bar_operands(ins, f, bits)
+            self._one_arrival(wid, w, ex, mine)
         elif ins.opcode in ("ld", "ldu", "st"):
             ex.gmem = self._global_access(cs, ins, f, bits)
         elif ins.opcode == "cp":
             self._copies(cs, wid, ins, f, bits, ex)
         mine.append(ex)
         self._cur = (wid, ex)
+
+    def _one_arrival(self, wid: int, w, ex: _Exec, mine: list) -> None:
+        """A warp arrives once at a barrier its paths meet at: when some of its lanes already wait at this barrier
+        id aside (:attr:`simtc.ptx.warp.Warp.parked`: a non-``.aligned`` barrier reached on different paths), the
+        earlier path's barrier instruction arrived at nothing -- the executor arrives once, when the last path
+        gets there -- and is dropped from the warp's stream; this one stands for the warp's arrival."""
+        bid = ex.bar[0]
+        prev = self._bars.get((wid, bid))
+        if prev is not None and w.parked.get(bid):
+            for k in range(len(mine) - 1, -1, -1):
+                if mine[k] is prev:
+                    del mine[k]
+                    break
+        self._bars[(wid, bid)] = ex
 
     # ---- operands read before the instruction runs (the executor appends it to the trace first) -----------
     @staticmethod

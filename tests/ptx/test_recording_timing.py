@@ -186,6 +186,47 @@ def test_every_engine_run_of_a_recorded_program_prices_its_loads_alike(chase_mod
         Engine(attrs.evolve(back, roles=roles), arch=meta["arch"]).run()
 
 
+DIVERGED = r"""
+__device__ __forceinline__ void bar_unaligned(int id, int n) {
+    asm volatile("barrier.sync %0, %1;" :: "r"(id), "r"(n) : "memory");
+}
+// warp 0's lane 0 writes and arrives on its own path, its lanes 1-31 on another; the other warps arrive converged
+extern "C" __global__ void diverged(int* out) {
+    __shared__ int s[8];
+    int w = threadIdx.x / 32, l = threadIdx.x % 32;
+    if (w == 0 && l == 0) {
+        s[0] = 7;
+        bar_unaligned(3, blockDim.x);
+    } else {
+        if (l == 0) s[w] = w;
+        bar_unaligned(3, blockDim.x);
+    }
+    out[threadIdx.x] = s[0] + s[w];
+}
+"""
+
+
+def test_a_warp_whose_paths_meet_at_one_barrier_arrives_once():
+    """The executor parks warp 0's first path at the non-.aligned barrier and arrives once, when the rest of the
+    warp gets there; the recording follows it: one BarSync per warp (two for warp 0 would never be matched by the
+    other warps' one: a deadlock in the engine)."""
+    from simtc.isa.sync import BarSync
+
+    k = xp.RawModule(code=DIVERGED, options=ARCH).get_function("diverged")
+    k.timing = True
+    out = xp.zeros(96, dtype=xp.int32)
+    k((1,), (96,), (out,))
+    assert out.get().tolist() == [7 + (7 if t < 32 else t // 32) for t in range(96)]
+    run = k.last_result.timing
+    for role in run.program.roles:
+        assert sum(isinstance(r, BarSync) for r in role.records) == 1, role.name
+    assert run.engine.deadlock is None and run.clean
+    # the arrival stands where the executor made it: after warp 0's store on lane 0's path
+    w0 = next(r for r in run.program.roles if 0 in r.warps)
+    i = next(k for k, r in enumerate(w0.records) if isinstance(r, BarSync))
+    assert any(isinstance(r, CudaCoreBlock) and r.smem_writes for r in w0.records[:i])
+
+
 # ---- the dual-QK tcgen05 kernel --------------------------------------------------------------------------------
 
 def _dual_qk():
