@@ -143,11 +143,15 @@ def _global(w, base: int, lane: int, ins: Instruction, what: str) -> tuple[Calla
         return rel[:, None] + np.arange(size)
 
     def read(offsets: np.ndarray, size: int) -> np.ndarray:
-        return alloc.data[where(offsets, size, "read")] if offsets.size else np.zeros((0, size), np.uint8)
+        if not offsets.size:
+            return np.zeros((0, size), np.uint8)
+        at = where(offsets, size, "read")  # checked first: with no allocation it raises the fault
+        return alloc.data[at]
 
     def write(offsets: np.ndarray, rows: np.ndarray) -> None:
         if offsets.size:
-            alloc.data[where(offsets, rows.shape[1], "write")] = rows
+            at = where(offsets, rows.shape[1], "write")
+            alloc.data[at] = rows
     return read, write
 
 
@@ -361,13 +365,10 @@ def _cp_async(ins: Instruction, c):
     src_of = c.address(ops[1], "global")
     c.note("cp.async: the bytes are copied at issue; " + _UNTIMED)
 
-    def body(w, f, e, m, full):
-        lanes = np.flatnonzero(m)
-        dsts, srcs = dst_of(w, f, lanes), src_of(f)[lanes]
-        ns = src_size(f)[lanes] if src_size is not None else np.full(lanes.size, size)
-        if ignore is not None:
-            ns = np.where(ignore(f)[lanes], 0, ns)
-        rows = np.zeros((lanes.size, size), np.uint8)
+    span = np.arange(size, dtype=np.int64)
+
+    def per_lane(w, lanes, dsts, srcs, ns, rows) -> None:
+        """The copies lane by lane: raises the fault of the first lane at fault; fills ``rows`` otherwise."""
         for k, lane in enumerate(lanes.tolist()):
             d, s, n = int(dsts[k]), int(srcs[k]), int(ns[k])
             if d % size or s % size:
@@ -379,8 +380,40 @@ def _cp_async(ins: Instruction, c):
             if n:
                 read, _ = _global(w, s, lane, ins, "source")
                 rows[k, :n] = read(np.arange(n, dtype=np.int64), 1).reshape(-1)
-        for k, lane in enumerate(lanes.tolist()):
-            _smem_range(w, int(dsts[k]), size, lane, ins, "destination")
+
+    def gather(w, dsts, srcs, ns) -> np.ndarray | None:
+        """All lanes' rows at once when every lane is aligned, within cp-size and reads one allocation; else None."""
+        if ((dsts | srcs) & (size - 1)).any() or (ns > size).any():
+            return None
+        reading = ns > 0
+        rows = np.zeros((dsts.size, size), np.uint8)
+        if not reading.any():
+            return rows
+        src = srcs[reading]
+        alloc = w.cta.launch.device.memory.allocation_of(int(src[0]))
+        if alloc is None:
+            return None
+        rel = src - alloc.base
+        if int(rel.min()) < 0 or int((rel + ns[reading]).max()) > alloc.size:
+            return None
+        keep = span < ns[reading][:, None]  # the bytes past src-size stay zero
+        rows[reading] = np.where(keep, alloc.data[np.where(keep, rel[:, None] + span, 0)], 0)
+        return rows
+
+    def body(w, f, e, m, full):
+        lanes = np.flatnonzero(m)
+        dsts, raw_srcs = dst_of(w, f, lanes), src_of(f)[lanes]
+        srcs = raw_srcs.astype(np.int64)
+        ns = src_size(f)[lanes].astype(np.int64) if src_size is not None else np.full(lanes.size, size, np.int64)
+        if ignore is not None:
+            ns = np.where(ignore(f)[lanes], 0, ns)
+        rows = gather(w, dsts, srcs, ns)
+        if rows is None:  # a fault (raised with the first faulting lane's message) or several allocations
+            rows = np.zeros((lanes.size, size), np.uint8)
+            per_lane(w, lanes, dsts, raw_srcs, ns, rows)
+        if lanes.size and (int(dsts.min()) < 0 or int(dsts.max()) + size > w.cta.shared_size):
+            for k, lane in enumerate(lanes.tolist()):
+                _smem_range(w, int(dsts[k]), size, lane, ins, "destination")
         w.cta.cta.smem.scatter(dsts.astype(np.int64), rows)
         return None
     return body
