@@ -26,9 +26,10 @@ pytestmark = [
     pytest.mark.skipif(shutil.which("nvcc") is None, reason="compiling FlashMLA's kernels to PTX needs nvcc"),
 ]
 
-KNOWN_GAPS = ("barrier.cluster", "bar.warp.sync")
-"""Executor gaps the compiled kernels reach (each described in tests/data/flashmla_sm90_executed.json,
-``executor_gaps``): until they are closed the executed run stops there, and the tests below say so."""
+KNOWN_GAPS = ("bar.warp.sync -1;: membermask 0xffffffff names lanes 1,2,3",)
+"""The executor gap the compiled scheduler kernel reaches (tests/data/flashmla_sm90_executed.json,
+``executor_gaps``: a ``trap`` path in the post-dominator analysis): until it is closed the executed run stops there,
+and the tests below say so."""
 
 
 @pytest.fixture(scope="module")
