@@ -7,7 +7,7 @@ lanes, both sides run one after the other and meet again at the branch's **immed
 first instruction every path from the branch to the function's end passes through). This module computes
 those from the instruction list alone: basic blocks (leaders are the first instruction, branch targets and the
 instruction after a branch, ``ret``, ``exit`` or ``trap``), their successors (an unguarded ``bra`` goes to its
-target only, a guarded one also falls through; ``ret``/``exit``/``trap`` go to the virtual exit node), and
+target only, a guarded one also falls through; ``ret``/``exit`` go to the virtual exit node, ``trap`` nowhere), and
 post-dominators by the iterative algorithm of Cooper, Harvey and Kennedy ("A Simple, Fast Dominance
 Algorithm", 2001) on the reversed graph.
 
@@ -51,7 +51,9 @@ def successors(body, labels: dict[str, int], pc: int, tables: dict | None = None
     if op == "bra":
         t = _target(ins, labels)
         return (t,) if ins.guard is None else tuple(dict.fromkeys((t, *nxt)))
-    if op in ("ret", "exit", "trap"):
+    if op == "trap":  # the kernel aborts: no path on to the exit, so a branch around an assert reconverges after it
+        return () if ins.guard is None else nxt
+    if op in ("ret", "exit"):
         return (end,) if ins.guard is None else tuple(dict.fromkeys((end, *nxt)))
     if op == "brx":
         names = (tables or {}).get(getattr(ins.operands[-1], "name", None)) if ins.operands else None
