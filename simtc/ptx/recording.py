@@ -59,7 +59,9 @@ Binary Utilities, "Instruction Set Reference", the Hopper and Blackwell tables; 
 ``mad.lo.s32`` -> ``IMAD``, ``ex2.approx.f32`` -> ``MUFU.EX2``, ``ld.shared.v4.f32`` -> ``LDS.128``); the
 multi-instruction expansions (division, remainder, correctly rounded ``rcp``/``sqrt``, 64-bit integer
 arithmetic) are simtc's estimate of their length, labelled as such in :data:`EXPANSIONS`; an ``add.s64`` of a
-``mul.wide`` product nothing else reads is folded into its ``IMAD.WIDE`` as ptxas folds it (:func:`_fused`).
+``mul.wide`` product nothing else reads is folded into its ``IMAD.WIDE`` as ptxas folds it (:func:`_fused`). Moves
+and renames are priced as ptxas compiles them, most as no instruction (:data:`MOVES`, with the SASS counts that
+show it).
 Classes the engine's table does not name (fp64 ``D*``, local memory, atomics, branches) are priced by the engine
 as it prices any unlisted class (the ALU pipe). The Program's ``meta`` says so (``cuda_core_costs``).
 
@@ -90,9 +92,9 @@ from attrs import define, field, frozen
 from simtc.errors import SimtcError
 from simtc.ptx.ir import Address, Imm, Instruction, Reg, Vector
 
-__all__ = ["COSTS", "EXPANSIONS", "GLOBAL_LOADS", "MAX_SHARED_PER_SM", "MAX_WARPS_PER_SM", "EngineRun", "Recorded",
-           "Recorder", "Recorders", "Source", "access_bytes", "active_sms", "arch_of", "co_resident", "run_engine",
-           "sass_classes"]
+__all__ = ["COSTS", "EXPANSIONS", "GLOBAL_LOADS", "MAX_SHARED_PER_SM", "MAX_WARPS_PER_SM", "MOVES", "EngineRun",
+           "Recorded", "Recorder", "Recorders", "Source", "access_bytes", "active_sms", "arch_of", "co_resident",
+           "derived_counts", "run_engine", "sass_classes"]
 
 COSTS = ("PTX-derived: each executed PTX instruction as the SASS class(es) it compiles to (simtc.ptx.recording."
          "sass_classes), the block's longest register dependency chain weighted by the engine's latencies, its "
@@ -121,6 +123,29 @@ EXPANSIONS = {
 correctly rounded division, reciprocal and square root; integer division by a reciprocal estimate): the length and
 mix are assumed, not measured. 64-bit integer division and remainder count as three 32-bit ones, 64-bit integer
 add/sub as two IADD3, 64-bit multiply-add as three IMAD."""
+
+MOVES = """How ptxas compiles PTX's moves and renames, which :func:`sass_classes` and :func:`derived_counts` follow.
+
+* ``mov`` from one register to another, and the packs and unpacks of register halves (``mov.b64 %rd, {%r1, %r2}``,
+  ``mov.b64 {%r1, %r2}, %rd``, ``mov.b32 %r, {%h1, %h2}``): no SASS instruction -- the register allocator gives the
+  names one register (pair) -- except a pack whose half an unpack took out of another register: one ``MOV`` per such
+  half (it is moved into the pair), none when the pack rejoins one register's halves in order;
+* ``mov`` of a special register: ``S2R``; of an immediate or a variable's address: ``MOV``;
+* ``cvt`` between integer types: none to the same size or narrower (the low bits are the value) or for a zero
+  extension; ``SHF.R.S32.HI`` for a sign extension to 64 bits, ``PRMT`` within 32; ``I2I`` when saturating;
+* ``cvta.to.global``: none (a generic address of global memory is its global address); ``ld.param``: ``LDC`` (a
+  kernel's parameters are in constant bank 0).
+
+Evidence (nvcc 13.0 / ptxas 13.0, ``nvdisasm -c``; static counts of one kernel's PTX-derived classes against its
+SASS, NOPs aside). FlashMLA 9241ae3's SM100 head64 kernels (``csrc/sm100/decode/head64/instantiations/*.cu``, the
+PTX :mod:`simtc.cuda.executed_sm100.head64` compiles, through ``ptxas -arch=sm_100a -O3``): V32's 6,008 PTX
+instructions hold 2,041 movs (1,390 packs and unpacks, 427 register to register, 209 immediates, 12 addresses, 3
+special registers) and 136 integer cvts; its SASS has 4,094 instructions, 380 of them moves (67 MOV, 218 UMOV, 95
+IMAD.MOV) and 25 PRMT. Counting every PTX instruction as at least one SASS instruction gives 6,008 (+47%); these
+rules give 3,967 (-3.1%; 247 MOV, 5 PRMT). MODEL1: 5,788 (+51%) before, 3,802 after, SASS 3,843 (-1.1%). The SASS's
+remaining moves are ptxas's own (uniform-register staging, UMOV and R2UR, and pair alignment), with no PTX
+instruction to stand for. ``tests/ptx/test_recording_timing.py`` compiles a kernel of crosswise-joined 64-bit
+halves here for sm_90a and sm_100a (45 derived vs 43 SASS on sm_100a, its 8 MOVs the SASS's 4 MOV + 4 IMAD.MOV)."""
 
 _FLOATS = {"f16", "bf16", "f16x2", "bf16x2", "f32", "f64", "tf32"}
 _INTS = {"b8", "b16", "b32", "b64", "u8", "u16", "u32", "u64", "s8", "s16", "s32", "s64"}
@@ -278,19 +303,21 @@ def _classes_of(name: str, ins: Instruction, space: str) -> tuple[str, ...]:
             return ("I2F",)
         if src in _FLOATS:
             return ("F2I",)
-        return ("I2I",) if "sat" in mods else ("PRMT",)
-    if op in ("mov", "cvta", "isspacep"):
-        return ("MOV",) if op == "mov" else ("IADD3",) if op == "cvta" else ("ISETP",)
+        return _int_cvt(dst, src, mods)
+    if op == "mov":
+        return _mov(ins)
+    if op == "cvta":  # generic -> global is the same address: no instruction (MOVES); the shared window, an IADD3
+        return () if mods[:2] == ("to", "global") else ("IADD3",)
+    if op == "isspacep":
+        return ("ISETP",)
     if op in ("ld", "ldu"):
         n = access_bytes(ins)
         if space == "shared":
             return (_mem_class("LDS", n),)
         if space == "local":
             return ("LDL",)
-        if space in ("const", "kparam"):
+        if space in ("const", "kparam", "param"):  # (a kernel's parameters are in constant bank 0: LDC / LDCU)
             return ("LDC",)
-        if space == "param":
-            return ("MOV",)
         return (_mem_class("LDG.E", n),)
     if op == "st":
         n = access_bytes(ins)
@@ -322,6 +349,35 @@ def _classes_of(name: str, ins: Instruction, space: str) -> tuple[str, ...]:
     if op == "bar":  # bar.warp.sync
         return ("WARPSYNC",)
     return (op.upper(),)
+
+
+def _mov(ins: Instruction) -> tuple[str, ...]:
+    """A ``mov`` as ptxas compiles it (:data:`MOVES`): a register's value under another name, or its halves packed
+    or unpacked (``mov.b64 %rd, {%r1, %r2}``), is no instruction -- the register allocator gives both names one
+    register (pair); a special register is an ``S2R``; an immediate or a variable's address a ``MOV``."""
+    from simtc.ptx.parser import is_special_register
+
+    ops = ins.operands
+    if len(ops) < 2:
+        return ("MOV",)
+    dst, src = ops[0], ops[1]
+    if isinstance(dst, Vector) or isinstance(src, Vector):
+        return ()
+    if isinstance(src, Reg):
+        return ("S2R",) if is_special_register(src.name) else ()
+    return ("MOV",)
+
+
+def _int_cvt(dst: str, src: str, mods) -> tuple[str, ...]:
+    """A ``cvt`` between integer types as ptxas compiles it (:data:`MOVES`): saturating, an ``I2I``; to the same
+    size or narrower (the low bits are the value), or a zero extension, no instruction; a sign extension to 64 bits
+    the ``SHF.R.S32.HI`` that makes the high word, within 32 bits a ``PRMT`` (its sign-replicating mode)."""
+    if "sat" in mods:
+        return ("I2I",)
+    bd, bs = _bits(dst), _bits(src)
+    if bd <= bs or not src.startswith("s"):
+        return ()
+    return ("SHF",) if bd == 64 else ("PRMT",)
 
 
 def sass_classes(ins: Instruction, space: str = "") -> tuple[str, ...]:
@@ -1139,18 +1195,65 @@ def _wavefronts(addrs: np.ndarray, width: int) -> int:
     return sum(bank_conflicts(a[i:i + 32], width=width).wavefronts for i in range(0, len(a), 32))
 
 
-def _fused(execs: list[_Exec]) -> set[int]:
+def _pack_moves(body) -> dict[int, int]:
+    """Positions of the ``mov`` packs (``mov.b64 %rd, {%a, %b}``) that cost ``MOV`` s, and how many (:data:`MOVES`):
+    a half that an unpack took out of another register (pair) sits in that pair's register and is moved into place,
+    one ``MOV`` each, unless both halves are the same register's, in order (the pack undoes the unpack); a half
+    some other instruction computed is written in place by it. ``body``: the instructions in the order they ran."""
+    out: dict[int, int] = {}
+    half_of: dict[str, tuple[str, int]] = {}  # register -> (the register it was unpacked from, which half)
+    for k, ins in enumerate(body):
+        if ins.opcode != "mov" or len(ins.operands) < 2:
+            for r in _deps(ins)[1]:
+                half_of.pop(r, None)
+            continue
+        dst, src = ins.operands[0], ins.operands[1]
+        if isinstance(src, Vector) and not isinstance(dst, Vector):
+            halves = [half_of.get(it.name) if isinstance(it, Reg) else None for it in src.items]
+            same = all(h is not None and h[0] == halves[0][0] and h[1] == j for j, h in enumerate(halves))
+            n = 0 if same else sum(h is not None for h in halves)
+            if n:
+                out[k] = n
+        for r in _deps(ins)[1]:
+            half_of.pop(r, None)
+        if isinstance(dst, Vector) and isinstance(src, Reg):
+            for j, it in enumerate(dst.items):
+                if isinstance(it, Reg):
+                    half_of[it.name] = (src.name, j)
+    return out
+
+
+def derived_counts(body) -> dict[str, int]:
+    """The SASS classes a straight run of PTX instructions counts as (:func:`sass_classes`, the ``add.s64`` folded
+    into a ``mul.wide``'s ``IMAD.WIDE``, the ``MOV`` s of packs that move halves into place): what a recorded
+    CUDA-core block's ``counts`` hold for the instructions it ran.
+
+    >>> from simtc.ptx.parser import parse_instruction as p
+    >>> regs = ("%r1", "%r2", "%r3", "%r4", "%rd1", "%rd2", "%rd3")
+    >>> derived_counts([p("mov.b64 {%r1, %r2}, %rd1;", registers=regs), p("mov.b64 %rd2, {%r1, %r2};", registers=regs),
+    ...                 p("mov.b64 {%r3, %r4}, %rd3;", registers=regs), p("mov.b64 %rd2, {%r2, %r3};", registers=regs)])
+    {'MOV': 2}
+    """
+    fused, packs = _fused(body), _pack_moves(body)
+    counts: dict[str, int] = {}
+    for k, ins in enumerate(body):
+        classes = () if k in fused else ("MOV",) * packs[k] if k in packs else sass_classes(ins)
+        for c in classes:
+            counts[c] = counts.get(c, 0) + 1
+    return counts
+
+
+def _fused(body) -> set[int]:
     """Positions of the ``add.{s,u}64`` that ``ptxas`` folds into the ``IMAD.WIDE`` of a ``mul.wide`` before it (the
     64-bit addend of IMAD.WIDE: ``mul.wide.u32 a, i, 4; add.s64 p, base, a`` is one ``IMAD.WIDE.U32 p, i, 4, base``,
     as nvcc 13.0 compiles an indexed load for sm_90a), when nothing else in the run reads the product."""
     out: set[int] = set()
     product: dict[str, int] = {}
     reads: dict[str, int] = {}
-    for ex in execs:
-        for r in _deps(ex.ins)[0]:
+    for ins in body:
+        for r in _deps(ins)[0]:
             reads[r] = reads.get(r, 0) + 1
-    for k, ex in enumerate(execs):
-        ins = ex.ins
+    for k, ins in enumerate(body):
         rd, wr = _deps(ins)
         if (ins.opcode == "add" and _type(ins) in ("s64", "u64", "b64") and ins.guard is None
                 and any(r in product and reads.get(r) == 1 for r in rd)):
@@ -1180,7 +1283,8 @@ def _block(execs: list[_Exec], arch: str, at_end=frozenset(), reads=frozenset())
     loads: dict[str, list] = {}
     stores: dict[str, list] = {}
     late = _loaded_out(execs)  # loads nothing in the block reads: not on its chain unless the next record reads them
-    fused = _fused(execs)
+    fused = _fused([ex.ins for ex in execs])
+    packs = _pack_moves([ex.ins for ex in execs])
     for pos, ex in enumerate(execs):
         ins = ex.ins
         space = ""
@@ -1194,7 +1298,7 @@ def _block(execs: list[_Exec], arch: str, at_end=frozenset(), reads=frozenset())
                 counted = kind == "smem.read" or ins.opcode not in ("atom", "red")  # an atomic: once
                 if counted and a.size and a.size % width == 0:
                     wavefronts += _wavefronts(a.reshape(-1, width)[:, 0], width)
-        classes = () if pos in fused else sass_classes(ins, space)
+        classes = () if pos in fused else ("MOV",) * packs[pos] if pos in packs else sass_classes(ins, space)
         for c in classes:
             counts[c] = counts.get(c, 0) + 1
         g = ex.gmem

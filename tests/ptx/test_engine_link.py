@@ -165,10 +165,25 @@ def test_a_cta_the_launch_did_not_run_has_no_program():
     ("fma.rn.f32", ("FFMA",)), ("mad.lo.s32", ("IMAD",)), ("add.s64", ("IADD3", "IADD3.X")),
     ("fma.rn.f64", ("DFMA",)), ("ex2.approx.ftz.f32", ("MUFU.EX2",)), ("cvt.rn.f16.f32", ("F2FP.BF16.F32.PACK_AB",)),
     ("cvt.rn.f32.s32", ("I2F",)), ("ld.shared.v4.f32", ("LDS.128",)), ("st.global.u8", ("STG.E.U8",)),
-    ("setp.lt.s32", ("ISETP",)), ("shfl.sync.bfly.b32", ("SHFL.BFLY",)), ("ld.param.u64", ("MOV",)),
+    ("setp.lt.s32", ("ISETP",)), ("shfl.sync.bfly.b32", ("SHFL.BFLY",)), ("ld.param.u64", ("LDC",)),
+    ("cvta.to.global.u64", ()), ("cvt.u32.s32", ()), ("cvt.u32.u64", ()), ("cvt.u64.u32", ()),
+    ("cvt.s64.s32", ("SHF",)), ("cvt.s32.s8", ("PRMT",)), ("cvt.sat.u8.s32", ("I2I",)),
 ])
 def test_sass_classes(ptx, classes):
     assert sass_classes(Instruction(ptx)) == classes
+
+
+@pytest.mark.parametrize(("text", "classes"), [
+    ("mov.b32 %r1, %r2;", ()), ("mov.b64 %rd1, {%r1, %r2};", ()), ("mov.b64 {%r1, %r2}, %rd1;", ()),
+    ("mov.b32 %r1, {%h1, %h2};", ()), ("mov.u32 %r1, %tid.x;", ("S2R",)), ("mov.b32 %r1, 7;", ("MOV",)),
+])
+def test_moves_are_priced_as_ptxas_compiles_them(text, classes):
+    """A move between registers (or of a register's halves) is a register-allocation choice, no SASS; a special
+    register is read by S2R, an immediate materialised by MOV (simtc.ptx.recording.MOVES: the evidence)."""
+    from simtc.ptx.parser import parse_instruction
+
+    ins = parse_instruction(text, registers=("%r1", "%r2", "%rd1", "%h1", "%h2"))
+    assert sass_classes(ins) == classes
 
 
 # ---- simtc run ------------------------------------------------------------------------------------------------

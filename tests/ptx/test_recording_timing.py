@@ -24,6 +24,7 @@ from simtc.engine.l1 import CACHE_PARAMETERS
 from simtc.engine.memory import MemorySystem
 from simtc.engine.parameters import Timing
 from simtc.engine.smem_port import SharedMemoryPort
+from simtc.errors import SimtcError
 from simtc.isa import (
     BulkCommitGroup,
     BulkWaitGroupRead,
@@ -184,6 +185,54 @@ def test_every_engine_run_of_a_recorded_program_prices_its_loads_alike(chase_mod
                   for r in back.roles)
     with pytest.raises(EngineError, match="2 load and 0 store sector lists for 1 LDG"):
         Engine(attrs.evolve(back, roles=roles), arch=meta["arch"]).run()
+
+
+PACKS = r"""
+extern "C" __global__ void packs(const unsigned long long* a, unsigned long long* b, const float* x, unsigned* h,
+                                 long long* d, const signed char* c) {
+    int t = threadIdx.x;
+    unsigned long long v[4];
+    for (int k = 0; k < 4; ++k) v[k] = a[t + 32 * k];
+    for (int k = 0; k < 4; ++k)  // each word's halves swapped with its neighbour's: 64-bit registers split and joined
+        b[t + 32 * k] = (v[(k + 1) % 4] << 32) | (v[k] >> 32);
+    float2 f = reinterpret_cast<const float2*>(x)[t];
+    unsigned p;
+    asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(p) : "f"(f.y), "f"(f.x));
+    unsigned short q0 = (unsigned short)p, q1 = (unsigned short)(p >> 16);
+    h[t] = ((unsigned)q0 << 16) | q1;
+    d[t] = (long long)(int)v[0] + (long long)c[t];
+}
+"""
+
+
+@pytest.mark.parametrize("arch", ["sm_90a", "sm_100a"])
+def test_the_ptx_derived_classes_count_moves_as_the_compiled_sass_does(arch):
+    """simtc.ptx.recording.MOVES on a kernel compiled here: its PTX (64-bit registers split and joined crosswise, a
+    special register, integer conversions, cvta.to.global) against the SASS ptxas makes of it (nvdisasm). The
+    derived count is within 20% of the SASS, nearer than pricing every PTX instruction as at least one SASS
+    instruction; on sm_100a (whose PTX joins the halves with mov.b64) the moves are the SASS's MOV / IMAD.MOV."""
+    import collections
+
+    from simtc.hw.calibrate.sass import sass_by_kernel
+    from simtc.hw.compile import compile_cuda, disassemble
+    from simtc.ptx.parser import parse
+    from simtc.ptx.recording import derived_counts
+
+    try:
+        ptx = compile_cuda(PACKS, arch=arch, output="ptx").decode()
+        sass = sass_by_kernel(disassemble(compile_cuda(PACKS, arch=arch)))["packs"]
+    except SimtcError as e:  # no compiler or no nvdisasm here
+        pytest.skip(f"compiling and disassembling need NVRTC or nvcc and nvdisasm: {e.message}")
+    body = list(parse(ptx).functions["packs"].body)
+    ours = derived_counts(body)
+    real = collections.Counter({k: v for k, v in sass.items() if k != "NOP"})
+    total, want = sum(ours.values()), sum(real.values())
+    free = sum(1 for k, ins in enumerate(body) if not derived_counts(body[k:k + 1]))
+    print(arch, "PTX-derived", total, dict(ours), "SASS", want, dict(real), "priced as nothing", free)
+    assert abs(total / want - 1) < 0.20 and abs(total - want) < abs(total + free - want), (total, want, free)
+    if arch == "sm_100a":
+        moves = sum(n for k, n in real.items() if k.startswith(("MOV", "UMOV", "IMAD.MOV")))
+        assert sum(ins.opcode == "mov" for ins in body) >= 9 and abs(ours.get("MOV", 0) - moves) <= 1, (ours, moves)
 
 
 DIVERGED = r"""
