@@ -424,11 +424,14 @@ class RawKernel:
         self._max_dynamic: int | None = None
         self._cluster: tuple | None = None  # (cluster_refusal(...),) once computed
         self.last_result = None
-        self.timing: bool | tuple = False
+        self.timing: bool | tuple | list = False
         """simtc's own switch (CuPy has none): True, or a block index ``(x, y, z)``, records that CTA of each launch
         (the first when True) and runs it on simtc's engine; ``last_result.program`` is then its
         :class:`simtc.isa.Program` and ``last_result.timing`` the :class:`simtc.ptx.recording.EngineRun` (cycles,
-        hazards, stepper)."""
+        hazards, stepper). A list of block indices records each of those CTAs and runs them as CTAs sharing one SM
+        (:class:`simtc.ptx.recording.Recorders`, :func:`simtc.ptx.recording.co_resident`: its sub-partitions, L1,
+        port, TMEM, copy engine and HBM share; the hazard checker off, the CTAs' shared-memory addresses
+        overlapping)."""
 
     # ---- the parsed kernel -----------------------------------------------------------------------
     @property
@@ -554,14 +557,20 @@ class RawKernel:
 
 
 def _timed_launch(kernel, function, grid, block, packed, shared_mem: int):
-    """A launch with one CTA recorded (:class:`simtc.ptx.recording.Recorder`) and run on simtc's engine."""
+    """A launch with one CTA recorded (:class:`simtc.ptx.recording.Recorder`), or a list of CTAs sharing one SM
+    (:class:`simtc.ptx.recording.Recorders`), run on simtc's engine."""
     import attrs
 
     from simtc.ptx.executor import LaunchOptions, launch
-    from simtc.ptx.recording import Recorder, arch_of, run_engine
+    from simtc.ptx.recording import Recorder, Recorders, arch_of, run_engine
 
-    cta = (0, 0, 0) if kernel.timing is True else tuple(kernel.timing)
-    with Recorder(cta, arch=arch_of(kernel.module), kernel=function.name) as rec:
+    arch = arch_of(kernel.module)
+    if isinstance(kernel.timing, list):
+        ctas = [tuple(c) if isinstance(c, tuple | list) else (c,) for c in kernel.timing]
+        rec = Recorders(ctas, arch=arch, kernel=function.name)
+    else:
+        rec = Recorder((0, 0, 0) if kernel.timing is True else tuple(kernel.timing), arch=arch, kernel=function.name)
+    with rec:
         result = launch(kernel.module, function.name, grid=grid, block=block, args=packed, shared_mem=shared_mem,
                         device=default_device(), options=LaunchOptions(recorder=rec))
     recorded = rec.program()

@@ -65,11 +65,11 @@ show it).
 Classes the engine's table does not name (fp64 ``D*``, local memory, atomics, branches) are priced by the engine
 as it prices any unlisted class (the ALU pipe). The Program's ``meta`` says so (``cuda_core_costs``).
 
-**Limits.** One CTA per timing run (the first, or the one asked for; a list of CTAs is refused): the CTAs that
-would share its SM (their warps on its sub-partitions, their loads in its L1) are not simulated, and HBM is shared
-with one CTA per SM of the grid (:func:`active_sms`). :class:`Recorders` records several CTAs of a launch and
-:func:`co_resident` puts them on one SM (sub-partitions, port, L1, TMEM, copy engine shared; the checker off, their
-shared-memory addresses overlapping). A loop that polls with ``mbarrier.test_wait`` keeps every
+**Limits.** A :class:`Recorder` times one CTA (the first, or the one asked for): the CTAs that would share its SM
+(their warps on its sub-partitions, their loads in its L1) are not simulated, and HBM is shared with one CTA per SM
+of the grid (:func:`active_sms`). :class:`Recorders` records several CTAs of a launch and :func:`co_resident` puts
+them on one SM (sub-partitions, port, L1, TMEM, copy engine shared; the checker off, their shared-memory addresses
+overlapping): ``simtc.cuda``'s ``kernel.timing = [cta, ...]``. A loop that polls with ``mbarrier.test_wait`` keeps every
 poll (the engine's ``try_wait`` then passes the later ones at once); a lone ``mbarrier.expect_tx`` /
 ``complete_tx`` has no record and is not replayed. The L1 starts empty; L2 holds the launch's data when the
 device's allocations fit in it, as the host's copies leave them there (measured on the H200:

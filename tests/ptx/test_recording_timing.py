@@ -485,23 +485,34 @@ def test_gather4_bulk_copies_stores_and_reductions_become_the_engines_copy_recor
     assert run.engine.unit_busy["tma"] > DRAM
 
 
-def test_one_cta_per_timing_run_and_a_list_of_ctas_is_refused(chase_module):
+def test_a_list_of_ctas_is_timed_as_ctas_sharing_one_sm(chase_module):
+    """``kernel.timing = [cta, ...]``: those CTAs recorded (Recorders) and run sharing one SM (co_resident); one
+    block index: that CTA alone."""
     from simtc.errors import SimtcError
     from simtc.ptx.recording import Recorder
 
     k = chase_module.get_function("gather8")
     out = xp.zeros(32, dtype=xp.uint32)
     table = xp.asarray(np.arange(8 * 32, dtype=np.uint32))
-    k.timing = [(0, 0, 0), (1, 0, 0)]  # two CTAs that would share an SM: not simulated
-    with pytest.raises(SimtcError, match="simtc times one CTA per run") as e:
-        k((2,), (32,), (table, out))
-    assert e.value.rule == "one recorded CTA per timing run"
-    with pytest.raises(SimtcError, match="one block index"):
-        Recorder("0")
     k.timing = (1,)
     k((2,), (32,), (table, out))
-    run = k.last_result.timing
-    assert dict(run.program.meta)["cta"] == "1,0,0" and run.recorded.ctas == 2
+    one = k.last_result.timing
+    assert dict(one.program.meta)["cta"] == "1,0,0" and one.recorded.ctas == 2 and one.recorded.co_resident == 1
+    k.timing = [(0, 0, 0), 1]
+    k((2,), (32,), (table, out))
+    np.testing.assert_array_equal(out.get(), table.get().reshape(8, 32).sum(0))
+    two = k.last_result.timing
+    meta = dict(two.program.meta)
+    assert meta["cta"] == "0,0,0; 1,0,0" and meta["co_resident"] == "2" and two.recorded.co_resident == 2
+    assert {r.name: r.warps for r in two.program.roles} == {"cta0.warp0": (0,), "cta1.warp0": (1,)}
+    # both CTAs load the same eight lines: the second CTA's loads find them in the one L1 (or on their way there)
+    assert two.engine.l1.levels == {"l1": 8, "l2": 8, "dram": 0}
+    assert one.cycles <= two.cycles < 2 * one.cycles
+    k.timing = [(0, 0, 0), (5, 0, 0)]
+    with pytest.raises(SimtcError, match="not executed by the launch"):
+        k((2,), (32,), (table, out))
+    with pytest.raises(SimtcError, match="one block index"):
+        Recorder("0")
 
 
 LOCAL = r"""
