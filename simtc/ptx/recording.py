@@ -147,7 +147,7 @@ remaining moves are ptxas's own (uniform-register staging, UMOV and R2UR, and pa
 instruction to stand for. ``tests/ptx/test_recording_timing.py`` compiles a kernel of crosswise-joined 64-bit
 halves here for sm_90a and sm_100a (45 derived vs 43 SASS on sm_100a, its 8 MOVs the SASS's 4 MOV + 4 IMAD.MOV)."""
 
-_FLOATS = {"f16", "bf16", "f16x2", "bf16x2", "f32", "f64", "tf32"}
+_FLOATS = {"f16", "bf16", "f16x2", "bf16x2", "f32", "f32x2", "f64", "tf32"}
 _INTS = {"b8", "b16", "b32", "b64", "u8", "u16", "u32", "u64", "s8", "s16", "s32", "s64"}
 _TYPES = _FLOATS | _INTS | {"pred", "b128", "e4m3x2", "e5m2x2", "e2m1x2", "ue8m0x2"}
 _WIDTH = {"8": 1, "16": 2, "32": 4, "64": 8, "128": 16}
@@ -199,6 +199,8 @@ def _classes_of(name: str, ins: Instruction, space: str) -> tuple[str, ...]:
     f32 = t in ("f32", "tf32")
     half = t in ("f16", "bf16", "f16x2", "bf16x2")
     wide64 = t in ("u64", "s64", "b64")
+    if t == "f32x2" and op in ("add", "sub", "mul", "fma"):  # sm_100's paired fp32 (FlashMLA head64: 384 mul.f32x2
+        return ({"add": "FADD2", "sub": "FADD2", "mul": "FMUL2"}.get(op, "FFMA2"),)  # -> 384 FMUL2 in its SASS)
     if op in ("add", "sub"):
         if f32:
             return ("FADD",)

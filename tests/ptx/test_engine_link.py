@@ -167,7 +167,8 @@ def test_a_cta_the_launch_did_not_run_has_no_program():
     ("cvt.rn.f32.s32", ("I2F",)), ("ld.shared.v4.f32", ("LDS.128",)), ("st.global.u8", ("STG.E.U8",)),
     ("setp.lt.s32", ("ISETP",)), ("shfl.sync.bfly.b32", ("SHFL.BFLY",)), ("ld.param.u64", ("LDC",)),
     ("cvta.to.global.u64", ()), ("cvt.u32.s32", ()), ("cvt.u32.u64", ()), ("cvt.u64.u32", ()),
-    ("cvt.s64.s32", ("SHF",)), ("cvt.s32.s8", ("PRMT",)), ("cvt.sat.u8.s32", ("I2I",)),
+    ("cvt.s64.s32", ("SHF",)), ("cvt.s32.s8", ("PRMT",)), ("cvt.sat.u8.s32", ("I2I",)), ("mul.f32x2", ("FMUL2",)),
+    ("fma.rn.f32x2", ("FFMA2",)), ("add.f32x2", ("FADD2",)),
 ])
 def test_sass_classes(ptx, classes):
     assert sass_classes(Instruction(ptx)) == classes
