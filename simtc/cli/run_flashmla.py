@@ -195,7 +195,8 @@ def execute(build: PtxBuild, inp, *, num_sms: int | None = None, mufu_ulps: int 
         dev["attn_sink"] = xp.asarray(np.ascontiguousarray(inp.attn_sink, np.float32))
     if inp.topk_length is not None:
         dev["topk_length"] = xp.asarray(np.ascontiguousarray(inp.topk_length, np.int32))
-    # FlashMLA allocates these with torch.empty (sparse_decode.h lines 299-300, 420-421, 456-457); zeros here
+    # FlashMLA allocates these with torch.empty (FlashMLA csrc/api/sparse_decode.h lines 299-300, 420-421, 456-457
+    # at 9241ae3); zeros here
     dev["out"] = xp.zeros((b, s_q, h_q, ex.D_V), xp.uint16)
     dev["lse"] = xp.zeros((b, s_q, h_q), xp.float32)
     dev["meta"] = xp.zeros((plan.parts, 8), xp.int32)
@@ -219,17 +220,17 @@ def execute(build: PtxBuild, inp, *, num_sms: int | None = None, mufu_ulps: int 
     o_map = xp.tensor_map(**ex.o_tensor_map_args(inp, ptr["out"]))
     params = ex.decode_params(lay, inp, ptr, plan.parts)
     tma = ex.tma_params(lay, q_map, o_map)
-    smem = lay.shared_plan  # sizeof(SharedMemoryPlan) (splitkv_mla.cuh line 753)
+    smem = lay.shared_plan  # sizeof(SharedMemoryPlan) (FlashMLA sparse_fp8/splitkv_mla.cuh line 753 at 9241ae3)
     kern.max_dynamic_shared_size_bytes = smem
     kern(plan.splitkv_grid, plan.splitkv_block, (np.void(params),
                                                  np.void(tma)), shared_mem=smem)
     launches.append(_stats(kern, "flash_fwd_splitkv_mla_fp8_sparse_kernel"))
 
-    # the bf16 instance for NUM_SPLITS (combine.cu lines 192-196: <bf16, 512, 8, NUM_SPLITS, 256>)
+    # the bf16 instance for NUM_SPLITS (FlashMLA combine.cu lines 192-196 at 9241ae3: <bf16, 512, 8, NUM_SPLITS, 256>)
     comb = _kernel(xp, build.path("combine", mufu_ulps),
                    ("bfloat16", f"ELi512ELi8ELi{plan.combine_splits}ELi256E"))
     cp = ex.combine_params(lay, inp, ptr, plan.parts)
-    # dynamic shared memory 0 (combine.cu line 205): its smem_buf is a static __shared__ array
+    # dynamic shared memory 0 (FlashMLA combine.cu line 205 at 9241ae3): its smem_buf is a static __shared__ array
     comb(plan.combine_grid, plan.combine_block, (np.void(cp),), shared_mem=0)
     launches.append(_stats(comb, "flash_fwd_mla_combine_kernel"))
     return Executed(dev["out"].get(), dev["lse"].get(), dev["lse_accum"].get(), dev["o_accum"].get(),

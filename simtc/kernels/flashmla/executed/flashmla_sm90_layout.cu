@@ -116,7 +116,8 @@ static void print_structs() {
 template <ModelType MODEL>
 static int print_tma_params(int h_q, int d_qk, int s_q, int b, int sqb, int sqs, int sqh, unsigned long long q) {
     using Kernel = sm90::decode::sparse_fp8::KernelTemplate<MODEL, 64>;
-    // As KernelTemplate::run builds them (splitkv_mla.cuh lines 705-716 and 745-750 at 9241ae3).
+    // As KernelTemplate::run builds them (FlashMLA csrc/sm90/decode/sparse_fp8/splitkv_mla.cuh lines 705-716 and
+    // 745-750 at 9241ae3).
     auto shape_Q = make_shape(h_q, d_qk, s_q, b);
     auto tma_Q = cute::make_tma_copy(
         SM90_TMA_LOAD{},
