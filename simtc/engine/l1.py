@@ -30,7 +30,7 @@ Where a load's addresses are known (a kernel simtc's executor ran, :mod:`simtc.p
 also **tag stores** (:class:`GlobalCaches`, in front of the miss path as :class:`CachedL1`): the sectors a load
 finds in L1 are ready ``ldg_l1_latency`` (32 cycles) after issue, those in L2 ``ldg_l2_latency`` (324) after they
 left the miss path, the rest after an HBM round trip (``dram_latency``, 691) -- the three pointer chases of
-``tests/data/h200_memory_latency.json`` (:data:`CACHE_PARAMETERS`, labelled like the engine's table). The L1 holds
+``tests/data/h200_memory_latency.json`` (rows of the engine's table, :data:`CACHE_NAMES`). The L1 holds
 what the unified 256 KB data cache leaves beside the CTA's shared memory (:func:`l1_capacity`).
 
 >>> lines_per_row(64, 656), lines_per_row(64, 576), lines_per_row(512, 0), lines_per_row(64, 0, 80)
@@ -49,9 +49,9 @@ import math
 from simtc.engine.calendar import Calendar, OneServer
 from simtc.isa.cuda_core import LANE_ORDERS
 
-__all__ = ["CACHE_PARAMETERS", "LANE_ORDERS", "LEVELS", "SHARED_CARVEOUTS_KIB", "CachedL1", "GlobalCaches",
-           "L1MissPath", "conflict_rows", "l1_capacity", "lines_per_row", "load_lines", "load_policy",
-           "load_wavefronts"]
+__all__ = ["CACHE_NAMES", "CACHE_PARAMETERS", "LANE_ORDERS", "LEVELS", "SHARED_CARVEOUTS_KIB", "CachedL1",
+           "GlobalCaches", "L1MissPath", "conflict_rows", "inputs_fit_l2", "l1_capacity", "lines_per_row",
+           "load_lines", "load_policy", "load_wavefronts"]
 
 LINE = 128
 BANK = 4
@@ -146,54 +146,22 @@ class L1MissPath(OneServer):
 # the L1 and L2 as tag stores: which executed global loads hit where
 # ------------------------------------------------------------------------------------------------------------
 
-_H200_LAT = ("tests/data/h200_memory_latency.json (simtc calibrate --only memory_latency on an NVIDIA H200, "
-             "1,980 MHz, 2026-12-01)")
-_REF_COP = "PTX ISA 9.0 §9.7.9.1 (Cache Operators: ld.ca caches at all levels, .cg in L2 only, .cv fetches again)"
-_REF_L2 = ("NVIDIA H100 Tensor Core GPU Architecture whitepaper (2022): 50 MB of L2 cache on the H100 SXM5, the GH100 "
-           "configuration the H200 keeps")
-_H200_EXEC = ("tests/data/h200_exec_timing.json (benchmarks/bench_exec_timing.py --gpu on an NVIDIA H200, 2026-12-03): "
-              "a one-thread chase over 100 distinct lines of a table the host has just copied steps 338 cycles (an LDG "
-              "L2 hit, ldg_l2_latency 324, and its address arithmetic), 655 after a 256 MiB write pushed it out of L2")
-_REF_UNIFIED = ("NVIDIA Hopper Tuning Guide, 'Increased L1 Capacity' / CUDA C++ Programming Guide, compute capability "
-                "9.0 'Shared Memory': one 256 KB data cache per SM holds L1 and shared memory, shared memory takes "
-                "0, 8, 16, 32, 64, 100, 132, 164, 196 or 228 KB of it")
+CACHE_NAMES = ("ldg_l1_latency", "ldg_l2_latency", "l2_bytes", "l1_unified_bytes")
+"""The cache model's own figures, rows of the engine's tables (:data:`simtc.engine.parameters.PARAMETERS`), so that
+a :class:`~simtc.engine.parameters.Timing`'s overrides and the band's perturbations reach them."""
 
 
-def _cache_table(arch: str):
-    from simtc.engine.parameters import Parameter
+def _cache_view():
+    from types import MappingProxyType
 
-    sm90 = arch == "sm90"
-    lab = "measured" if sm90 else "assumed"
+    from simtc.engine.parameters import PARAMETERS
 
-    def src(text: str) -> str:
-        return f"{text} ({_H200_LAT})" if sm90 else f"measured on the H200 (sm90), assumed equal on sm100: {text} " \
-                                                    f"({_H200_LAT})"
-
-    rows = (
-        Parameter("ldg_l1_latency", 32, "cycles", lab,
-                  src("an ld.global.u64 pointer chase through a 64 KiB pool the launch first walks untimed (all of it "
-                      "in L1, 0 % shared-memory carve-out requested): 32.0 cycles per dependent load (chases ldg/l1, "
-                      "residual 0)"), ("L1 miss path",)),
-        Parameter("ldg_l2_latency", 324, "cycles", lab,
-                  src("an ld.global.cg.u64 pointer chase through an 8 MiB pool read once whole before (all of it in "
-                      "L2): 323.8 cycles per dependent load (chases ldg/l2); the bulk-copy path's l2_hit_latency "
-                      "(250) lacks the load's L1 and LSU stages"), ("memory system",)),
-        Parameter("l2_bytes", 50 * 1024 * 1024, "B", "documented" if sm90 else "assumed",
-                  (_REF_L2 if sm90 else f"the H200's figure, assumed (no B200 figure used): {_REF_L2}")
-                  + f"; a launch whose device allocations fit in it starts with them in L2, as the host's copies "
-                    f"leave them: {_H200_EXEC}", ("memory system",)),
-        Parameter("l1_unified_bytes", 256 * 1024, "B", "documented" if sm90 else "assumed",
-                  _REF_UNIFIED if sm90 else f"the sm90 figure, assumed equal on sm100 (the Blackwell SM keeps a "
-                                            f"unified L1/shared data cache of the same size): {_REF_UNIFIED}",
-                  ("L1 miss path",)),
-    )
-    return {p.name: p for p in rows}
+    return {arch: MappingProxyType({n: PARAMETERS[arch][n] for n in CACHE_NAMES}) for arch in PARAMETERS}
 
 
-CACHE_PARAMETERS = {"sm90": _cache_table("sm90"), "sm100": _cache_table("sm100")}
-"""The cache model's own labelled figures (``CACHE_PARAMETERS[arch][name]``), beside the engine's table
-(:mod:`simtc.engine.parameters`, which holds ``dram_latency``, ``sector_bytes``, ``l2_bytes_per_cycle`` ... that it
-reads too)."""
+CACHE_PARAMETERS = _cache_view()
+"""``CACHE_PARAMETERS[arch][name]``: the table rows of :data:`CACHE_NAMES` (a read-only view of
+:data:`simtc.engine.parameters.PARAMETERS`; a run reads them through its ``Timing``)."""
 
 SHARED_CARVEOUTS_KIB = (0, 8, 16, 32, 64, 100, 132, 164, 196, 228)
 """Shared-memory carve-outs of the unified data cache (documented for compute capability 9.0, see
@@ -202,16 +170,30 @@ SHARED_CARVEOUTS_KIB = (0, 8, 16, 32, 64, 100, 132, 164, 196, 228)
 LEVELS = ("l1", "l2", "dram")
 
 
-def l1_capacity(arch: str, shared_bytes: int) -> int:
-    """Bytes of L1 left for global loads beside ``shared_bytes`` of shared memory: the unified cache less the
-    smallest carve-out that holds them (assumed: the driver picks that one; it may pick more for occupancy).
+def l1_capacity(arch: str, shared_bytes: int, timing=None) -> int:
+    """Bytes of L1 left for global loads beside ``shared_bytes`` of shared memory: the unified cache
+    (``l1_unified_bytes``, ``timing``'s value when given) less the smallest carve-out that holds them (assumed: the
+    driver picks that one; it may pick more for occupancy).
 
     >>> l1_capacity("sm90", 0), l1_capacity("sm90", 40 * 1024), l1_capacity("sm90", 200 * 1024)
     (262144, 196608, 28672)
     """
-    unified = int(CACHE_PARAMETERS[arch]["l1_unified_bytes"].value)
+    from simtc.engine.parameters import parameter
+
+    unified = int(timing["l1_unified_bytes"] if timing is not None else parameter(arch, "l1_unified_bytes").value)
     kib = next((c for c in SHARED_CARVEOUTS_KIB if c * 1024 >= shared_bytes), SHARED_CARVEOUTS_KIB[-1])
     return max(0, unified - kib * 1024)
+
+
+def inputs_fit_l2(timing, device_bytes: int) -> bool:
+    """Whether a launch's device allocations fit in L2 (``l2_bytes``), so that the host's copies leave them there
+    (:class:`GlobalCaches` ``inputs_in_l2``).
+
+    >>> from simtc.engine.parameters import Timing
+    >>> inputs_fit_l2(Timing("sm90"), 1 << 20), inputs_fit_l2(Timing("sm90"), 1 << 30)
+    (True, False)
+    """
+    return int(device_bytes) <= timing["l2_bytes"]
 
 
 def load_policy(modifiers) -> str:
@@ -361,7 +343,7 @@ class CachedL1(L1MissPath):
         super().__init__(timing)
         self.caches = caches
         self.memory = memory
-        self.l1_latency = int(CACHE_PARAMETERS[timing.arch]["ldg_l1_latency"].value)
+        self.l1_latency = int(timing["ldg_l1_latency"])
         self.loads: list = []
         """The planned loads of the block being issued not yet booked, next last."""
         self.stores: tuple = ()

@@ -21,8 +21,17 @@ scattered rows:
 A warp's load whose missing sectors are known (a recorded kernel's, :class:`simtc.engine.l1.CachedL1`) goes through
 :meth:`MemorySystem.load_sectors`: the sectors L2 holds cross the link at ``l2_bytes_per_cycle`` and arrive
 ``ldg_l2_latency`` later (measured: an LDG pointer chase through an L2-resident pool,
-``tests/data/h200_memory_latency.json``; :data:`simtc.engine.l1.CACHE_PARAMETERS`), the others take the HBM path
+``tests/data/h200_memory_latency.json``; a row of :mod:`simtc.engine.parameters`), the others take the HBM path
 above.
+
+**The L1's misses in flight** (:class:`MissWindow`): a warp's load that misses L1 leaves the SM only while the
+SM's outstanding misses leave room for its sectors; each is held from the cycle it leaves until its data is back
+(its L2 or HBM round trip, queueing included), in order. The room is ``l1_miss_window`` (0.36, derived from
+``tests/data/h200_gather_regime.json``) of the sectors of the L1 the CTA's shared memory leaves
+(:meth:`MemorySystem.use_l1`; the whole unified cache until told): with FlashMLA's 28 KiB L1, 323 sectors, which
+bounds one SM's gather at about 323 sectors per HBM round trip however few SMs share HBM (Little's law); with the
+L1 free (2,949 sectors) it does not bind the loops the memory parameters were measured on. The wait is in front of
+the memory system; it is the ``l1`` mechanism's (off: no window).
 
 Unloaded, a request of ``b`` bytes takes ``dram_latency + b / request_bytes_per_cycle`` cycles: on the
 H200 the line through a pointer chase of dependent bulk copies of 64 to 2,048 bytes
@@ -39,18 +48,78 @@ unloaded time and no bandwidth is shared.
 
 from __future__ import annotations
 
+import heapq
 import math
 
 from simtc.engine.calendar import Calendar
 
-__all__ = ["MemorySystem"]
+__all__ = ["MemorySystem", "MissWindow", "miss_window_sectors"]
+
+
+def miss_window_sectors(timing, l1_bytes: int) -> int:
+    """Sectors an SM's L1 of ``l1_bytes`` may have in flight as misses: ``l1_miss_window`` of them (0, no limit,
+    with the ``l1`` mechanism off).
+
+    >>> from simtc.engine.parameters import Timing
+    >>> miss_window_sectors(Timing("sm90"), 28 * 1024) > 0, miss_window_sectors(Timing("sm90").without("l1"), 1)
+    (True, 0)
+    """
+    if not timing.enabled("l1"):
+        return 0
+    return max(1, round(timing["l1_miss_window"] * int(l1_bytes) / timing["sector_bytes"]))
+
+
+class MissWindow:
+    """The SM's L1 misses in flight: at most ``capacity`` sectors outstanding, each held from the cycle its request
+    leaves the SM until its data is back (see the module text). :meth:`admit` is the cycle a request of ``sectors``
+    may leave (in order: never before the previous one left), :meth:`hold` books it until its return.
+    ``capacity`` 0: no limit.
+
+    >>> w = MissWindow(8)
+    >>> w.admit(0, 6), w.hold(6, 700), w.admit(10, 4)       # 6 + 4 > 8: the second waits for the first's return
+    (0, None, 700)
+    """
+
+    __slots__ = ("capacity", "held", "last", "outstanding")
+
+    def __init__(self, capacity: int = 0):
+        self.capacity = int(capacity)
+        self.held: list[tuple[int, int]] = []
+        """(return cycle, sectors) of the requests in flight, a heap."""
+        self.outstanding = 0
+        self.last = 0
+        """The cycle the last admitted request left."""
+
+    def admit(self, t: int, sectors: int) -> int:
+        if self.capacity <= 0:
+            return t
+        t = max(int(t), self.last)
+        want = min(int(sectors), self.capacity)
+        held = self.held
+        while held and held[0][0] <= t:
+            self.outstanding -= heapq.heappop(held)[1]
+        while self.outstanding + want > self.capacity:
+            back, n = heapq.heappop(held)
+            self.outstanding -= n
+            if back > t:
+                t = back
+        self.last = t
+        return t
+
+    def hold(self, sectors: int, until: int) -> None:
+        if self.capacity <= 0 or sectors <= 0:
+            return
+        n = min(int(sectors), self.capacity)
+        heapq.heappush(self.held, (math.ceil(until), n))
+        self.outstanding += n
 
 
 class MemorySystem:
     """L2 + HBM for one SM (see the module text)."""
 
-    __slots__ = ("active_sms", "dram_latency", "enabled", "hbm_bytes", "l2_bytes", "l2_latency", "l2_rate",
-                 "l2_resident", "ldg_l2_latency", "ldg_share", "link", "rate", "sector", "served", "share")
+    __slots__ = ("_timing", "active_sms", "dram_latency", "enabled", "hbm_bytes", "l2_bytes", "l2_latency", "l2_rate",
+                 "l2_resident", "ldg_l2_latency", "ldg_share", "link", "rate", "sector", "served", "share",
+                 "window")
 
     def __init__(self, timing, active_sms: int | None = None, l2_resident=()):
         self.enabled = timing.enabled("memory")
@@ -68,12 +137,19 @@ class MemorySystem:
         """Bytes this SM moved to and from HBM (whole sectors)."""
         self.l2_bytes = 0
         """Bytes answered by L2 (tensors resident in L2, and a recorded kernel's loads of sectors already in L2)."""
-        from simtc.engine.l1 import CACHE_PARAMETERS
-
-        self.ldg_l2_latency = CACHE_PARAMETERS[timing.arch]["ldg_l2_latency"].value
+        self.ldg_l2_latency = timing["ldg_l2_latency"]
+        self._timing = timing
+        self.window = MissWindow(miss_window_sectors(timing, timing["l1_unified_bytes"]))
+        """The SM's L1 misses in flight (a warp's loads), the L1 taken whole until :meth:`use_l1` says how much the
+        CTA's shared memory leaves."""
         self.served: int | None = None
         """The arrival of a warp's load that the address-aware L1 (:class:`simtc.engine.l1.CachedL1`) has already
         looked up and requested: the next LDG :meth:`request` returns it (once) instead of sending the load again."""
+
+    def use_l1(self, l1_bytes: int) -> None:
+        """The L1 the SM's CTA leaves for global loads (:func:`simtc.engine.l1.l1_capacity`): the misses it may
+        have in flight are ``l1_miss_window`` of its sectors (with the ``l1`` mechanism off: no limit)."""
+        self.window.capacity = miss_window_sectors(self._timing, l1_bytes)
 
     def sectors_bytes(self, nbytes: int, rows: int = 1) -> int:
         """Bytes moved for ``nbytes`` in ``rows`` scattered rows: whole sectors per row."""
@@ -90,9 +166,19 @@ class MemorySystem:
         if ldg and not write and self.served is not None:
             served, self.served = self.served, None
             return served
+        moved = self.sectors_bytes(nbytes, rows)
+        if ldg and not write:  # a warp's load misses L1: it waits for room among the SM's misses in flight
+            n = moved // self.sector
+            t = self.window.admit(t, n)
+            if tensor in self.l2_resident:
+                back = self._l2(t, nbytes, moved, self.l2_latency)
+            else:
+                back = self._hbm(t, nbytes, moved, False, True)
+            self.window.hold(n, back)
+            return back
         if tensor in self.l2_resident:  # "" (untagged requests: a warp's own loads) when the caller says so
-            return self._l2(t, nbytes, self.sectors_bytes(nbytes, rows), self.l2_latency)
-        return self._hbm(t, nbytes, self.sectors_bytes(nbytes, rows), write, ldg)
+            return self._l2(t, nbytes, moved, self.l2_latency)
+        return self._hbm(t, nbytes, moved, write, ldg)
 
     def _l2(self, t: int, nbytes: int, moved: int, latency: float) -> int:
         """``moved`` bytes (whole sectors) of ``nbytes`` answered by L2: the link at ``l2_bytes_per_cycle``,
@@ -126,11 +212,14 @@ class MemorySystem:
         >>> m.load_sectors(0, 1, 0), m.load_sectors(0, 0, 4)     # 324 + 32 / 44.6; 691 + 128 / 20.8
         (325, 698)
         """
-        end = t
+        if not l2 and not dram:
+            return t
+        t = end = self.window.admit(t, l2 + dram)
         if l2:
             end = max(end, self._l2(t, l2 * self.sector, l2 * self.sector, self.ldg_l2_latency))
         if dram:
             end = max(end, self._hbm(t, dram * self.sector, dram * self.sector, False, True))
+        self.window.hold(l2 + dram, end)
         return end
 
     def forget(self, before: int) -> None:

@@ -50,8 +50,10 @@ MECHANISMS = {
     "memory": "L2 and HBM: per-SM share of the chip's bandwidth, latency that grows with the bytes queued "
               "(simtc.engine.memory); off: every request takes the unloaded latency, no bandwidth limit",
     "l1": "a warp's global loads leave the SM through the L1's miss path at a cost per 128-byte line they touch, "
-          "and their data comes back through the L1 data pipe in wavefronts set by their rows' bank conflicts "
-          "(simtc.engine.l1); off: no miss-path cost, one wavefront per 128 bytes",
+          "no more of their sectors in flight than the L1's window of misses holds (l1_miss_window of the L1 the "
+          "CTA's shared memory leaves, simtc.engine.memory.MissWindow), and their data comes back through the L1 "
+          "data pipe in wavefronts set by their rows' bank conflicts (simtc.engine.l1); off: no miss-path cost, no "
+          "window, one wavefront per 128 bytes",
     "pipe_rates": "CUDA-core instruction classes at their own pipe rates per sub-partition "
                   "(simtc.engine.issue); off: every class at one warp-instruction per cycle",
     "latency": "dependent-instruction latency: a CUDA-core block's dependent chain, registers ready after "
@@ -168,6 +170,63 @@ _L1_WAVE_TEXT = ("Nsight Compute's L1 data-pipe wavefronts per 128-bit load of F
                  "-22% (V32 pitch)")
 _H200 = ("tests/data/h200_calibration.json (simtc calibrate on an NVIDIA H200, 1,980 MHz, 2026-12-01; "
          "simtc.engine.calibration.H200)")
+
+
+_H200_LAT_CHASE = ("tests/data/h200_memory_latency.json (simtc calibrate --only memory_latency on an NVIDIA H200, "
+                   "1,980 MHz, 2026-12-01)")
+_REF_L2 = ("NVIDIA H100 Tensor Core GPU Architecture whitepaper (2022): 50 MB of L2 cache on the H100 SXM5, the GH100 "
+           "configuration the H200 keeps")
+_H200_EXEC = ("tests/data/h200_exec_timing.json (benchmarks/bench_exec_timing.py --gpu on an NVIDIA H200, 2026-12-03): "
+              "a one-thread chase over 100 distinct lines of a table the host has just copied steps 338 cycles (an LDG "
+              "L2 hit, ldg_l2_latency 324, and its address arithmetic), 655 after a 256 MiB write pushed it out of L2")
+_REF_UNIFIED = ("NVIDIA Hopper Tuning Guide, 'Increased L1 Capacity' / CUDA C++ Programming Guide, compute capability "
+                "9.0 'Shared Memory': one 256 KB data cache per SM holds L1 and shared memory, shared memory takes "
+                "0, 8, 16, 32, 64, 100, 132, 164, 196 or 228 KB of it")
+
+
+_MISS_WINDOW = (
+    "a warp's load that misses L1 is admitted only while the SM's misses in flight, each held from its request until "
+    "its data is back, leave room for its sectors; the room is this share of the L1's sectors beside shared memory "
+    "(proportional to the L1's size: assumed, a fill needs a line of the L1 to land in). Derived from "
+    "tests/data/h200_gather_regime.json (python -m simtc.hw.calibrate.gather_regime on an NVIDIA H200, 2026-12-03): "
+    "FlashMLA's producer loads, one warpgroup a CTA, the kernel's 28 KiB L1 (200 KiB of shared memory held), 8 / 33 / "
+    "66 CTAs from HBM, 3,460-3,572 (V32) and 3,551-3,642 (MODEL1) cycles from a block's first load to its barrier, "
+    "where the same loop in the engine (simtc.kernels.gathers.gather_program) takes 2,515-2,774 with no limit: 0.36 "
+    "of the 896 sectors (323 in flight) puts the engine within 9% at all six, the value that minimises the largest "
+    "error of the six (0.34: 12%, 0.38: 11%); Little's law reads the same, 1,408 sectors a block at ~ 700 cycles a "
+    "round trip through a 323-sector window: ~ 3,050 cycles a block. With the L1 free (256 KiB: 2,949 sectors) the "
+    "window does not bind the loops of tests/data/h200_calibration.json")
+
+
+def _cache_rows(arch: str) -> tuple[tuple, ...]:
+    """The L1 and L2 as tag stores (:class:`simtc.engine.l1.GlobalCaches`): measured on the H200, assumed equal on
+    sm100."""
+    sm90 = arch == "sm90"
+    lab = "measured" if sm90 else "assumed"
+
+    def src(text: str) -> str:
+        return f"{text} ({_H200_LAT_CHASE})" if sm90 else \
+            f"measured on the H200 (sm90), assumed equal on sm100: {text} ({_H200_LAT_CHASE})"
+
+    return (
+        ("ldg_l1_latency", 32, "cycles", lab,
+         src("an ld.global.u64 pointer chase through a 64 KiB pool the launch first walks untimed (all of it in L1, "
+             "0 % shared-memory carve-out requested): 32.0 cycles per dependent load (chases ldg/l1, residual 0)"),
+         ("L1 miss path",)),
+        ("ldg_l2_latency", 324, "cycles", lab,
+         src("an ld.global.cg.u64 pointer chase through an 8 MiB pool read once whole before (all of it in L2): 323.8 "
+             "cycles per dependent load (chases ldg/l2); the bulk-copy path's l2_hit_latency (250) lacks the load's "
+             "L1 and LSU stages"), ("memory system",)),
+        ("l2_bytes", 50 * 1024 * 1024, "B", "documented" if sm90 else "assumed",
+         (_REF_L2 if sm90 else f"the H200's figure, assumed (no B200 figure used): {_REF_L2}")
+         + f"; a launch whose device allocations fit in it starts with them in L2, as the host's copies leave them: "
+           f"{_H200_EXEC}", ("memory system",)),
+        ("l1_miss_window", 0.36, "of the L1's sectors", "derived" if sm90 else "assumed",
+         _MISS_WINDOW if sm90 else f"the sm90 figure, assumed equal on sm100: {_MISS_WINDOW}", ("memory system",)),
+        ("l1_unified_bytes", 256 * 1024, "B", "documented" if sm90 else "assumed",
+         _REF_UNIFIED if sm90 else f"the sm90 figure, assumed equal on sm100 (the Blackwell SM keeps a unified "
+                                   f"L1/shared data cache of the same size): {_REF_UNIFIED}", ("L1 miss path",)),
+    )
 
 
 def _shared_rows(arch: str) -> tuple[tuple, ...]:
@@ -335,6 +394,7 @@ _SM100 = _table(
      f"bar.arrive: the arriving warp resumes 18 cycles after its arrive ({_FGS_B200})", ("named barrier",)),
     # -- CUDA cores ----------------------------------------------------------------------------------
     *_shared_rows("sm100"),
+    *_cache_rows("sm100"),
 )
 
 # sm90: the wgmma rows are calibrated on our H200 measurements (simtc crosscheck's wgmma timing microbenchmark; the
@@ -396,6 +456,7 @@ _SM90 = _table(
     ("named_barrier_arrive", 2, "cycles", "assumed", f"named CTA barrier issue interval ({_FGS_H100})",
      ("named barrier",)),
     *_shared_rows("sm90"),
+    *_cache_rows("sm90"),
 )
 
 PARAMETERS: Mapping[str, Mapping[str, Parameter]] = MappingProxyType({"sm100": _SM100, "sm90": _SM90})

@@ -107,8 +107,34 @@ _SHAPES = {"sm100": [dict(m=128, n=64, operands="SS"), dict(m=64, n=128, operand
            "sm90": [dict(m=64, n=n, operands=o) for n in (8, 64, 256) for o in ("SS", "RS")]}
 
 
-def _probe(arch: str, timing: Timing) -> tuple:
+def _caches(arch: str, timing: Timing) -> tuple:
+    """The L1 and L2 as tag stores (simtc.engine.l1.CachedL1) on one SM with a CTA holding 200 KiB of shared memory:
+    a cold table, the same again (an L1 hit), one L2 sector, a stream of misses through the L1's window; and whether
+    4 MiB of device allocations start in L2."""
+    import numpy as np
+
+    from simtc.engine.l1 import CachedL1, GlobalCaches, inputs_fit_l2, l1_capacity
+    from simtc.engine.memory import MemorySystem
+
+    mem = MemorySystem(timing, active_sms=1)
+    cap = l1_capacity(arch, 200 * 1024, timing)
+    mem.use_l1(cap)
+    l1 = CachedL1(timing, GlobalCaches(cap), mem)
     out = []
+    for t, sectors in ((0, np.arange(4)), (2000, np.arange(4)), *((4000, np.arange(16 * k, 16 * k + 16) + 64)
+                                                                    for k in range(400))):
+        l1.start([(sectors, "l1")], (), t)
+        out.append(mem.request(l1.book(t, 1.0), 128, ldg=True))
+    warm = GlobalCaches(cap, inputs_in_l2=True)
+    l1 = CachedL1(timing, warm, MemorySystem(timing, active_sms=1))
+    l1.start([(np.arange(1), "l1")], (), 0)
+    out.append(l1.memory.request(l1.book(0, 1.0), 32, ldg=True))
+    out.append(inputs_fit_l2(timing, 48 << 20))
+    return tuple(out)
+
+
+def _probe(arch: str, timing: Timing) -> tuple:
+    out = [_caches(arch, timing)]
     for p in _PROGRAMS[arch]:
         e = Engine(p, timing=timing, check=False, l2_resident=("q",), active_sms=1 if p.name == "one-request" else None)
         e.run()

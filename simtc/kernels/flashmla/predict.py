@@ -114,10 +114,18 @@ _N1, _N2 = 3, 9
 
 @functools.lru_cache(maxsize=512)
 def _engine(kernel: str, model_name: str, blocks: int, timing, active_sms: int) -> dict:
-    from simtc.engine import Engine
+    if kernel == "flashmla-sm90":
+        from simtc.kernels.flashmla.sm90 import sm90_engine
 
-    eng = Engine(_program(kernel, model(model_name), blocks), mode="timing", check=False, timing=timing,
-                 active_sms=active_sms).run()
+        eng = sm90_engine(model_name, blocks, timing, check=False, active_sms=active_sms).run()
+    else:
+        from simtc.engine import Engine
+        from simtc.engine.l1 import l1_capacity
+
+        m = model(model_name)
+        eng = Engine(_program(kernel, m, blocks), mode="timing", check=False, timing=timing, active_sms=active_sms)
+        eng.memory.use_l1(l1_capacity(timing.arch, m.smem.total, timing))
+        eng.run()
     return {"cycles": eng.cycles, "units": dict(eng.unit_busy), "hbm_bytes": eng.memory.hbm_bytes,
             "waiting": {r: v["waiting_cycles"] for r, v in eng.per_role().items()}}
 

@@ -114,7 +114,7 @@ from simtc.smem.layout import CanonicalLayout
 
 __all__ = ["GATHER_ROWS", "MODELS", "NAMED_BARRIERS", "ROLE_WARPS", "S_TILE", "Sm90Model", "k_avail_cycles", "k_tile",
            "model", "per_block_sass", "program_model1", "program_sass", "program_v32", "q_tile", "record_sass",
-           "sass_class", "sm90_program", "sm90_run", "steady_cycles_per_block_sm90", "v_descriptor"]
+           "sass_class", "sm90_engine", "sm90_program", "sm90_run", "steady_cycles_per_block_sm90", "v_descriptor"]
 
 B_H = 64
 """Heads per CTA = wgmma M (``BLOCK_M``, config.h L32)."""
@@ -656,13 +656,25 @@ def _steady(eng) -> float:
     return mean_interval(k_avail_cycles(eng), eng.cycles)
 
 
+def sm90_engine(model_name: str | Sm90Model = "v32", blocks: int = 12, timing=None, *, check: bool = True,
+                active_sms: int | None = None):
+    """An :class:`~simtc.engine.Engine` (not yet run) for the Program, its L1 the 28 KiB the kernel's 226 KiB (V32)
+    / 204 KiB (MODEL1) of shared memory leave (carve-out 228 KiB, :func:`simtc.engine.l1.l1_capacity` of
+    ``smem.total``): what bounds the producer's loads in flight (:meth:`simtc.engine.memory.MemorySystem.use_l1`)."""
+    from simtc.engine import Engine
+    from simtc.engine.l1 import l1_capacity
+    from simtc.engine.parameters import Timing
+
+    timing = timing or Timing("sm90")
+    eng = Engine(sm90_program(model_name, blocks), mode="timing", check=check, timing=timing, active_sms=active_sms)
+    eng.memory.use_l1(l1_capacity(timing.arch, model(model_name).smem.total, timing))
+    return eng
+
+
 def sm90_run(model_name: str | Sm90Model = "v32", blocks: int = 12, timing=None, *, check: bool = True) -> dict:
     """Run the Program on the engine (``Timing("sm90")`` by default) and summarise: cycles, steady cycles per block,
     busy cycles per block of each unit, per role busy / waiting cycles, hazards and deadlock."""
-    from simtc.engine import Engine
-    from simtc.engine.parameters import Timing
-
-    eng = Engine(sm90_program(model_name, blocks), mode="timing", check=check, timing=timing or Timing("sm90")).run()
+    eng = sm90_engine(model_name, blocks, timing, check=check).run()
     return {"model": model(model_name).name, "blocks": blocks, "cycles": eng.cycles,
             "cycles_per_block_steady": _steady(eng),
             "units_per_block": {u: round(v / blocks, 1) for u, v in eng.unit_busy.items()},
@@ -673,8 +685,4 @@ def sm90_run(model_name: str | Sm90Model = "v32", blocks: int = 12, timing=None,
 def steady_cycles_per_block_sm90(model_name: str | Sm90Model = "v32", blocks: int = 12, timing=None) -> float:
     """Steady-state cycles per block of a timing-only run: the mean interval between consecutive ``bar_k_avail``
     phases (the first block's ramp and the epilogue left out)."""
-    from simtc.engine import Engine
-    from simtc.engine.parameters import Timing
-
-    eng = Engine(sm90_program(model_name, blocks), mode="timing", check=False, timing=timing or Timing("sm90")).run()
-    return _steady(eng)
+    return _steady(sm90_engine(model_name, blocks, timing, check=False).run())
