@@ -4,6 +4,10 @@ Targets (issue: numerics): one 64x128x16 instruction with exact numerics well un
 millisecond, at most 150x numpy's plain float32 ``a @ b.T + c`` of the same shape, and at least
 10x faster than MMA-Sim on the same instructions, measured side by side. MMA-Sim is measured
 only where ``mmasim`` (and torch) are importable; see tests/data/README_mmasim.md.
+
+The last line times the instruction of CUTLASS's ``wgmma_sm90`` tutorial on its recorded inputs (m64n64k16, fp16
+inputs and accumulator, values (i - 8) / 8): operands of few significant bits, where no term reaches below the
+alignment window and :func:`simtc.numerics.fused_dot_add` takes the exact sum (``fdpa._untruncated``).
 """
 
 from __future__ import annotations
@@ -28,6 +32,11 @@ def main() -> None:
     print(f"{'simtc tensor_core_mma 64x128x16 bf16':45s} {fmt(t_simtc)}")
     print(f"{'numpy float32 a @ b.T + c (floor)':45s} {fmt(t_numpy)}")
     print(f"{'ratio to the numpy floor':45s} {t_simtc / t_numpy:8.1f} x")
+    rng = np.random.default_rng(0)
+    a16, b16 = (((rng.integers(0, 17, (r, 16)) - 8) / 8).astype(np.float16).astype(np.float32) for r in (64, 64))
+    c16 = (rng.integers(-64, 65, (64, 64)) / 8).astype(np.float16).astype(np.float32)
+    t_tut = best_of(lambda: tensor_core_mma(a16, b16, c16, dtype="fp16", arch="sm90", d_dtype="fp16"))
+    print(f"{'64x64x16 fp16 -> fp16, few-bit (wgmma_sm90)':45s} {fmt(t_tut)}")
     a4, b4, _ = mma_operands("wide", 64, 576, 576, seed=2)
     print(f"{'64x576x576 chain (36 instructions)':45s} {fmt(best_of(lambda: tensor_core_mma(a4, b4), repeat=3))}")
     try:

@@ -22,9 +22,15 @@ The zero exponent belongs to the zero *product* (MMA-Sim 2.1.1 sets ``e = e_zero
 ``s_a * s_b == 0``), not to each zero input; the H200 data cannot tell the two readings apart
 (it would take a zero times a large factor next to tiny terms), so simtc follows the reference.
 
-Implementation: a 16-bit x 16-bit product and a power-of-two scaling are exact in float64, so
-``trunc(product * 2**(F - E))`` computes step 5 exactly with vectorized float64 arithmetic; the
-integer sum (< 2**33) is exact as well.
+Implementation, three exact paths giving the same bits: (a) where no term of an output has a bit below the
+alignment window (operands of few significant bits, as integer-valued test data), step 5 cuts nothing and D is
+the exact ``a @ b.T + c`` (one float64 matmul, exact there) rounded by step 6; a cheap bound on E and on each
+term's lowest set bit decides where (``_untruncated``). (b) Otherwise, for finite float32 operands and K <= 16,
+the terms are formed in float32 (a 16-bit x 16-bit product and a power-of-two scaling are exact there while
+normal), truncated by the cast to int32 and summed exactly in int32. (c) Anything else (Inf/NaN, float32
+subnormal factors, extreme scales, float64 operands): the same steps in float64, ``trunc(product * 2**(F - E))``
+with an exact integer sum (< 2**33). ``tests/numerics/test_fdpa.py`` holds the paths against each other and
+against a scalar reading of the recipe.
 
 What is verified on hardware (``tests/data/h200_crosscheck_seed0.npz``, ``tests/data/README_h200.md``) and
 what is taken from a reference:
@@ -137,11 +143,121 @@ def fused_dot_add(a: np.ndarray, b: np.ndarray, c: np.ndarray, *, fmt: str = "bf
     e_zero = params.e_zero if out == "fp32" else params.e_zero_f16
     a, b, c = (_numeric(x, name) for x, name in ((a, "a"), (b, "b"), (c, "c")))
     _check_shapes(a, b, c)
+    f = params.frac_bits
+    if not (a.dtype == b.dtype == c.dtype == np.float32 and a.shape[1] <= _MAX_K_FAST):
+        return _fdpa_general(a, b, c, fmt, f, e_zero, out)
+    m = a.shape[0]
+    bits = np.concatenate((a, b)).view(np.int32) & 0x7FFFFFFF  # A's and B's rows: magnitude bits (IEEE 754 binary32)
+    field = bits >> 23
+    if field.max() == 255 or not np.isfinite(c).all():  # Inf or NaN somewhere
+        return _fdpa_general(a, b, c, fmt, f, e_zero, out)
+    whole = _untruncated(bits, field, m, c, fmt, f, e_zero, out)
+    rows = whole.all(axis=1)
+    if rows.all():
+        return _round(_exact_sum(a, b, c), out)
+    res = _fdpa_terms(a, b, c, bits, field, fmt, f, e_zero, out)  # terms may be cut
+    if rows.any():
+        res[rows] = _round(_exact_sum(a[rows], b, c[rows]), out)
+    return res
+
+
+_MAX_K_FAST = 16
+"""Largest K of the float32 paths: 16 aligned terms (each below 2**(F + 2)) sum exactly in int32."""
+
+_BIG = 1 << 20
+
+
+def _pow2(e: np.ndarray, dtype) -> np.ndarray:
+    """``2.0**e`` for integer ``e`` inside the normal range of ``dtype`` (float32 or float64), from the bits."""
+    if dtype == np.float32:
+        return ((e.astype(np.int32) + 127) << 23).view(np.float32)
+    return ((e.astype(np.int64) + 1023) << 52).view(np.float64)
+
+
+def _untruncated(bits, field, m: int, c, fmt: str, f: int, e_zero: int, out: str) -> np.ndarray:
+    """Where (M, N) no term of the output is cut by step 5, so that D is the exact ``a @ b.T + c``, rounded.
+
+    ``bits`` and ``field`` are the magnitude bits and exponent fields of A's rows then B's (finite float32 values).
+    A term is cut only when it has a bit below ``2**(E - F)``. ``E`` is at most
+    ``Eup = max(max_k e_a + max_k e_b, e_c, e_zero)`` (a zero input counted at the format's minimum exponent, which
+    only raises the bound). A product's lowest set bit is the sum of its factors' (odd times odd is odd), so no
+    product of output (m, n) is cut where ``Eup - F <= min_k low_a + min_k low_b`` (``low``: the exponent of a
+    value's lowest set bit; zeros left out), and the accumulator's term is not cut where ``c * 2**(F - Eup)`` is an
+    integer. Where both hold step 5 keeps every term whole and D is the exact sum ``a @ b.T + c`` rounded as step 6
+    rounds. That sum is exact in float64 in any order (:func:`_exact_sum`): every partial sum is a multiple of
+    ``2**(Eup - F)`` below ``(K + 1) * 2**(Eup + 2)``, fewer than ``17 * 2**27`` units.
+    """
+    top = np.maximum(field.max(axis=1) - 127, _MIN_EXP[fmt])
+    sig = (bits & 0x7FFFFF) + (np.minimum(field, 1) << 23)
+    lowest = (sig & -sig).astype(np.float32).view(np.int32) >> 23  # the lowest set bit's exponent + 127
+    low = np.where(bits != 0, np.maximum(field, 1) + lowest, _BIG).min(axis=1) - 277
+    e_up = top[:m, None] + top[None, m:]
+    ec = np.maximum(((c.view(np.int32) >> 23) & 0xFF) - 127, max(_MIN_EXP[out], e_zero))  # zero c: raises the bound
+    np.maximum(e_up, ec, out=e_up)
+    scaled = c * _pow2(f - e_up, np.float64)
+    return (e_up - f <= low[:m, None] + low[None, m:]) & (np.trunc(scaled) == scaled)
+
+
+def _exact_sum(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
+    """``a @ b.T + c`` in float64, exact where :func:`_untruncated` holds."""
+    total = a.astype(np.float64) @ b.astype(np.float64).T
+    total += c
+    return total
+
+
+def _fdpa_terms(a, b, c, bits, field, fmt: str, f: int, e_zero: int, out: str) -> np.ndarray:
+    """Steps 1-6 term by term for finite float32 operands, K <= 16 (the general path where float32 is not enough).
+
+    ``bits`` and ``field`` as for :func:`_untruncated`. Every product of two 16-bit values (<= 22 significant bits)
+    is exact in float32 when it is a normal number, and so is its scaling by ``2**(F - E)``; the scaled term lies
+    below ``2**(F + 2)``, so the cast to int32 is step 5's truncation toward zero and 16 of them sum exactly in int32.
+    """
+    m = a.shape[0]
+    nonzero = bits != 0
+    e = np.where(nonzero, np.maximum(field - 127, _MIN_EXP[fmt]), _NO_EXP)
+    et = np.ascontiguousarray(e.T, dtype=np.int16)  # K-first: contiguous (M, N) slabs below
+    # step 4: E = max over the accumulator and every product exponent (a zero input's _NO_EXP stays far below)
+    e_max = (et[:, :m, None] + et[:, None, m:]).max(axis=0).astype(np.int32)
+    ec = np.maximum(((c.view(np.int32) >> 23) & 0xFF) - 127, _MIN_EXP[out])
+    np.maximum(e_max, np.where(c != 0, ec, e_zero), out=e_max)
+    # a zero product has exponent e_zero: any_k(a == 0 or b == 0) = any_k(a == 0) or any_k(b == 0)
+    has_zero = ~nonzero.all(axis=1)
+    e_max = np.where(has_zero[:m, None] | has_zero[None, m:], np.maximum(e_max, e_zero), e_max)
+    shift = f - e_max
+    # exact in float32: products normal (no float32 subnormal factor) and below 2**127, the scale a normal float32
+    e_a, e_b = e[:m][nonzero[:m]], e[m:][nonzero[m:]]
+    lo = (e_a.min() if e_a.size else 0) + (e_b.min() if e_b.size else 0)
+    hi = (e_a.max() if e_a.size else 0) + (e_b.max() if e_b.size else 0)
+    tiny = (nonzero & (field == 0)).any()
+    if tiny or lo < -126 or hi > 125 or shift.min() < -126 or shift.max() > 127:
+        return _fdpa_general(a, b, c, fmt, f, e_zero, out)
+    at, bt = np.ascontiguousarray(a.T), np.ascontiguousarray(b.T)
+    prod = at[:, :, None] * bt[:, None, :]
+    prod *= _pow2(shift, np.float32)[None]
+    terms = prod.astype(np.int32)  # step 5: toward zero
+    total = np.add.reduce(terms, axis=0, dtype=np.int32).astype(np.int64)
+    scale = _pow2(shift, np.float64)
+    total += np.trunc(c * scale).astype(np.int64)  # the accumulator's term (< 2**(F + 1))
+    return _round(total * _pow2(e_max - f, np.float64), out)  # step 6: the exact integer sum, scaled back
+
+
+def _round(exact: np.ndarray, out: str) -> np.ndarray:
+    """Step 6 (fp32: toward zero) or the fp16 accumulator's round to nearest even; a zero result is +0."""
+    if out == "fp32":
+        return _round_toward_zero_fp32(exact)
+    with np.errstate(over="ignore"):
+        res = exact.astype(np.float16).astype(np.float32)  # round to nearest even, overflow -> Inf
+    res[res == 0] = 0.0
+    return res
+
+
+def _fdpa_general(a: np.ndarray, b: np.ndarray, c: np.ndarray, fmt: str, f: int, e_zero: int,
+                  out: str) -> np.ndarray:
+    """Steps 1-7 term by term (every input, any value)."""
     with np.errstate(invalid="ignore"):  # signalling-NaN payloads warn when widened
         a64 = a.astype(np.float64)
         b64 = b.astype(np.float64)
         c64 = c.astype(np.float32).astype(np.float64)
-    f = params.frac_bits
     finite = bool(np.isfinite(a64).all() and np.isfinite(b64).all() and np.isfinite(c64).all())
     if not finite:
         a64, b64, c64, special = _special_values(a64, b64, c64)
@@ -171,15 +287,8 @@ def fused_dot_add(a: np.ndarray, b: np.ndarray, c: np.ndarray, *, fmt: str = "bf
         np.trunc(prod, out=prod)  # step 5: truncate each aligned term toward zero
         total = prod.sum(axis=0)
     total += np.trunc(c64 * scale)  # step 6: exact integer sum (< 2**33)
-    exact = np.ldexp(total, e_max - f)
-    if out == "fp32":
-        res = _round_toward_zero_fp32(exact)
-        nan = _CANONICAL_NAN
-    else:
-        with np.errstate(over="ignore"):
-            res = exact.astype(np.float16).astype(np.float32)  # round to nearest even, overflow -> Inf
-        res[res == 0] = 0.0
-        nan = _CANONICAL_NAN_F16
+    res = _round(np.ldexp(total, e_max - f), out)
+    nan = _CANONICAL_NAN if out == "fp32" else _CANONICAL_NAN_F16
     if not finite:
         res = np.where(np.isnan(special), nan, np.where(np.isinf(special), special, res)).astype(np.float32)
     return res

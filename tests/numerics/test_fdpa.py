@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from simtc.errors import DtypeError, ShapeError, SimtcError
 from simtc.numerics import decode_bits, encode_bits
 from simtc.numerics.cases import DISTRIBUTIONS, mma_operands
-from simtc.numerics.fdpa import E_ZERO, fused_dot_add, tensor_core_mma
+from simtc.numerics.fdpa import ARCH_PARAMS, E_ZERO, fused_dot_add, tensor_core_mma
 
 MIN_EXP = {"bf16": -126, "fp16": -14, "fp32": -126}
 
@@ -171,3 +171,80 @@ def test_errors():
     with pytest.raises(SimtcError, match="unknown architecture"):
         tensor_core_mma(a, a, arch="sm80")
     assert encode_bits(np.float32(1.0), "bf16") == 0x3F80
+
+
+# ------------------------------------------------------------------------------------------------------------
+# the paths of fused_dot_add: exact sum where no term is cut, float32 terms, the float64 arithmetic
+# ------------------------------------------------------------------------------------------------------------
+
+def _few_bits(rng, shape, lo: int, hi: int, zeros: float = 0.1) -> np.ndarray:
+    """Values with at most 4 significant bits (odd 1..15 times 2**[lo, hi)), some zero: exact in bf16 and fp16."""
+    v = rng.choice(np.arange(-15, 16, 2), size=shape) * 2.0 ** rng.integers(lo, hi, size=shape)
+    v[rng.random(shape) < zeros] = 0.0
+    return v.astype(np.float32)
+
+
+def _paths(a, b, c, fmt, out="fp32"):
+    from simtc.numerics import fdpa
+
+    e_zero = E_ZERO if out == "fp32" else ARCH_PARAMS["sm90"].e_zero_f16
+    bits = np.concatenate((a, b)).view(np.int32) & 0x7FFFFFFF
+    finite = (bits >> 23).max() < 255 and np.isfinite(c).all()
+    whole = fdpa._untruncated(bits, bits >> 23, a.shape[0], c, fmt, 25, e_zero, out) if finite else None
+    general = fdpa._fdpa_general(a, b, c, fmt, 25, e_zero, out)
+    return whole, general
+
+
+@pytest.mark.parametrize("fmt", ["bf16", "fp16"])
+def test_untruncated_outputs_equal_scalar_reference(fmt):
+    """Few-bit operands keep every term whole: fused_dot_add takes the exact sum there, and it is the recipe's."""
+    rng = np.random.default_rng(7)
+    a, b = _few_bits(rng, (6, 16), -4, 2), _few_bits(rng, (7, 16), -4, 2)
+    c = _few_bits(rng, (6, 7), -6, 4)
+    whole, general = _paths(a, b, c, fmt)
+    assert whole.all()  # the shortcut is what this test exercises
+    d = fused_dot_add(a, b, c, fmt=fmt)
+    assert np.array_equal(_bits(d), _bits(general))
+    for i in range(6):
+        for j in range(7):
+            want = scalar_fdpa([float(x) for x in a[i]], [float(x) for x in b[j]], float(c[i, j]), fmt)
+            assert _bits(d[i, j]) == _bits(want), (i, j)
+
+
+@pytest.mark.parametrize("fmt", ["bf16", "fp16"])
+@pytest.mark.parametrize("drop", [25, 26])
+def test_a_term_at_the_window_edge(fmt, drop):
+    """1 + 2**-drop * (1 + 2**-3): at drop = 25 - 3 the term's last bit is the window's last (kept); one further
+    and it is cut. The check must see the difference (and the scalar reading agrees)."""
+    e = -(drop - 3)  # the small term's exponent: its lowest bit at 2**(e - 3)
+    a = np.zeros((1, 16), np.float32)
+    b = np.zeros((1, 16), np.float32)
+    a[0, 0], b[0, 0] = 1.0, 1.0
+    a[0, 1], b[0, 1] = 2.0 ** (e // 2) * 1.125, 2.0 ** (e - e // 2)
+    c = np.zeros((1, 1), np.float32)
+    whole, _ = _paths(a, b, c, fmt)
+    d = fused_dot_add(a, b, c, fmt=fmt)
+    want = scalar_fdpa([float(x) for x in a[0]], [float(x) for x in b[0]], 0.0, fmt)
+    assert _bits(d[0, 0]) == _bits(want)
+    # E = 0 (the product 1 * 1); the window ends at 2**-25; the term's lowest bit is 2**(e - 3)
+    assert bool(whole[0, 0]) == (e - 3 >= -25)
+
+
+@pytest.mark.parametrize("dist", DISTRIBUTIONS)
+@pytest.mark.parametrize(("fmt", "out"), [("bf16", "fp32"), ("fp16", "fp32"), ("fp16", "fp16")])
+def test_fast_paths_equal_the_float64_arithmetic(dist, fmt, out):
+    """fused_dot_add (exact sum / float32 terms / float64) equals the term-by-term float64 arithmetic, bit for bit,
+    on every operand distribution, with rows of few-bit operands mixed in (some rows exact sums, some not)."""
+    rng = np.random.default_rng(DISTRIBUTIONS.index(dist))
+    for seed in range(3):
+        a, b, c = mma_operands(dist, 24, 40, 16, dtype=fmt, seed=seed)
+        if out == "fp16":
+            with np.errstate(over="ignore"):
+                c = c.astype(np.float16).astype(np.float32)
+        if seed == 1:  # half the rows few-bit, the accumulator too
+            a[::2] = _few_bits(rng, a[::2].shape, -3, 2)
+            b[:] = _few_bits(rng, b.shape, -3, 2)
+            c[::2] = _few_bits(rng, c[::2].shape, -3, 3)
+        _, general = _paths(a, b, c, fmt, out)
+        d = fused_dot_add(a, b, c, fmt=fmt, out=out, params=ARCH_PARAMS["sm90"])
+        assert np.array_equal(_bits(d), _bits(general)), (dist, seed)
