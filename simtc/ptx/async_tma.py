@@ -45,7 +45,7 @@ from simtc.isa.mbarrier import MbarrierArrive
 from simtc.ptx.async_ops import _kfault, _live, _model, _run, _shared_offsets, _sync_image, wake
 from simtc.ptx.errors import PtxSyntaxError, PtxUnsupported
 from simtc.ptx.ir import Address, Imm, Instruction, Reg, Sym, TensorRef
-from simtc.ptx.memory import CONST_WINDOW, PARAM_WINDOW, window_of
+from simtc.ptx.memory import CONST_WINDOW, PARAM_WINDOW, _word_rows, window_of
 from simtc.ptx.tensor_map import SIZE, decode
 from simtc.smem.tma import TensorMap, TensorMapError, gather4_load, tile_load, tile_store
 
@@ -385,17 +385,23 @@ def _cp_async(ins: Instruction, c):
         """All lanes' rows at once when every lane is aligned, within cp-size and reads one allocation; else None."""
         if ((dsts | srcs) & (size - 1)).any() or (ns > size).any():
             return None
-        reading = ns > 0
-        rows = np.zeros((dsts.size, size), np.uint8)
-        if not reading.any():
-            return rows
-        src = srcs[reading]
+        if not ns.size:
+            return np.zeros((0, size), np.uint8)
+        full = bool((ns == size).all())
+        reading = None if full else ns > 0
+        src = srcs if full else srcs[reading]
+        if not src.size:
+            return np.zeros((dsts.size, size), np.uint8)
         alloc = w.cta.launch.device.memory.allocation_of(int(src[0]))
         if alloc is None:
             return None
         rel = src - alloc.base
-        if int(rel.min()) < 0 or int((rel + ns[reading]).max()) > alloc.size:
+        end = int(rel.max()) + size if full else int((rel + ns[reading]).max())
+        if int(rel.min()) < 0 or end > alloc.size:
             return None
+        if full:  # every lane copies cp-size bytes
+            return _word_rows(alloc.data, rel, size)
+        rows = np.zeros((dsts.size, size), np.uint8)
         keep = span < ns[reading][:, None]  # the bytes past src-size stay zero
         rows[reading] = np.where(keep, alloc.data[np.where(keep, rel[:, None] + span, 0)], 0)
         return rows
