@@ -27,9 +27,18 @@ heavy instructions. Their 256 ``wgmma.mma_async`` (1,024 warp-instructions) are 
 in ``simtc.numerics.fused_dot_add``, and wgmma_sm90's 1,280 warp-wide ``cp.async`` copy 16 bytes per lane through a
 per-lane loop (``simtc/ptx/async_tma.py``). cProfile of one wgmma_sm90 launch: the cp.async loop about 60 % of the
 time, the wgmma instruction 23 % (fused_dot_add two thirds of that, operand reads through descriptors a sixth), the
-rest the executor's CUDA-core instructions. With the cp.async copies vectorized over the lanes (measured with a
-trial version, not in the repository) its launch took 0.6-0.7 s at load 3 (0.7-0.9 M/s), and the fused dot
-products are then the larger half of what is left.
+rest the executor's CUDA-core instructions.
+
+Measured 2026-12-03 again, after ``cp.async`` became one vectorized gather per warp (``simtc/ptx/async_tma.py``) and
+``fused_dot_add`` took the exact-sum path for these few-bit inputs (``simtc/numerics/fdpa.py``), the machine under
+load average 4.3-4.7, the same PTX run by the code before and after in alternating fresh processes: wgmma_sm90
+0.09-0.18 M thread-instructions/s before, 0.33-0.46 M/s after (process CPU time of both kernels, parse and load
+included, 3.8-4.8 s before, 2.3-2.4 s after); wgmma_tma_sm90 0.19-0.29 M/s before, 0.23-0.36 M/s after (CPU 2.3-2.7 s
+and 2.3-2.4 s: its loads are TMA boxes, not cp.async). ``fused_dot_add`` on the tutorial's m64n64k16 fp16 -> fp16
+instruction (the inputs of ``benchmarks/bench_numerics.py``'s line for it): 0.82 ms of CPU before, 0.30 ms after.
+What cProfile shows left: the executor compiling its generated code (about 0.8 s of ``compile`` per process under
+that load), the ``wgmma.mma_async`` issue in ``simtc/ptx/async_ops.py`` (operand reads, fragments), TMA boxes in
+``simtc/smem/tma.py`` and the CUDA-core instructions; still below the 2 M/s goal.
 """
 
 from __future__ import annotations
