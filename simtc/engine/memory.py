@@ -26,12 +26,14 @@ above.
 
 **The L1's misses in flight** (:class:`MissWindow`): a warp's load that misses L1 leaves the SM only while the
 SM's outstanding misses leave room for its sectors; each is held from the cycle it leaves until its data is back
-(its L2 or HBM round trip, queueing included), in order. The room is ``l1_miss_window`` (0.36, derived from
+(its L2 or HBM round trip, queueing included), in order. The room is ``l1_miss_window`` (0.56, derived from
 ``tests/data/h200_gather_regime.json``) of the sectors of the L1 the CTA's shared memory leaves
-(:meth:`MemorySystem.use_l1`; the whole unified cache until told): with FlashMLA's 28 KiB L1, 323 sectors, which
-bounds one SM's gather at about 323 sectors per HBM round trip however few SMs share HBM (Little's law); with the
-L1 free (2,949 sectors) it does not bind the loops the memory parameters were measured on. The wait is in front of
-the memory system; it is the ``l1`` mechanism's (off: no window).
+(:meth:`MemorySystem.use_l1`; the whole unified cache until told): with FlashMLA's 28 KiB L1, 502 sectors, which
+bounds one SM's gather at about 502 sectors per HBM round trip however few SMs share HBM (Little's law); with the
+L1 free (4,588 sectors) it does not bind the loops the memory parameters were measured on. The wait is in front of
+the memory system; it is the ``l1`` mechanism's (off: no window). A warp's load from HBM takes ``ldg_dram_latency``
+(1,000: measured, the LDG gather's HBM-minus-L2 time on 8 to 66 SMs) instead of the lone chase's ``dram_latency``
+when more than one SM shares HBM.
 
 Unloaded, a request of ``b`` bytes takes ``dram_latency + b / request_bytes_per_cycle`` cycles: on the
 H200 the line through a pointer chase of dependent bulk copies of 64 to 2,048 bytes
@@ -118,7 +120,8 @@ class MemorySystem:
     """L2 + HBM for one SM (see the module text)."""
 
     __slots__ = ("_timing", "active_sms", "dram_latency", "enabled", "hbm_bytes", "l2_bytes", "l2_latency", "l2_rate",
-                 "l2_resident", "ldg_l2_latency", "ldg_share", "link", "rate", "sector", "served", "share",
+                 "l2_resident", "ldg_dram_latency", "ldg_l2_latency", "ldg_share", "link", "rate", "sector", "served",
+                 "share",
                  "window")
 
     def __init__(self, timing, active_sms: int | None = None, l2_resident=()):
@@ -129,6 +132,9 @@ class MemorySystem:
         self.l2_rate = timing["l2_bytes_per_cycle"]
         self.rate = timing["request_bytes_per_cycle"]
         self.dram_latency = timing["dram_latency"]
+        self.ldg_dram_latency = timing["ldg_dram_latency"] if self.active_sms > 1 else self.dram_latency
+        """A warp's HBM load's round trip: ``ldg_dram_latency`` while other SMs load too, the lone chase's
+        ``dram_latency`` on one SM."""
         self.l2_latency = timing["l2_hit_latency"]
         self.sector = timing["sector_bytes"]
         self.l2_resident = frozenset(l2_resident)
@@ -194,13 +200,14 @@ class MemorySystem:
         """``moved`` bytes (whole sectors) of ``nbytes`` to or from HBM (see the module text)."""
         own = nbytes / self.rate
         self.hbm_bytes += moved
+        latency = self.ldg_dram_latency if ldg and not write else self.dram_latency
         if not self.enabled:
-            return t + math.ceil(self.dram_latency + own)
+            return t + math.ceil(latency + own)
         link_cycles = max(1, math.ceil(moved / (self.ldg_share if ldg else self.share)))
         end = self.link.book(t, link_cycles)
         if write:
             return end
-        return math.ceil(max(t + own, end) + self.dram_latency)
+        return math.ceil(max(t + own, end) + latency)
 
     def load_sectors(self, t: int, l2: int, dram: int) -> int:
         """A warp's load at ``t`` whose missing sectors are known: ``l2`` of them in L2 (``ldg_l2_latency``, the

@@ -184,18 +184,27 @@ _REF_UNIFIED = ("NVIDIA Hopper Tuning Guide, 'Increased L1 Capacity' / CUDA C++ 
                 "0, 8, 16, 32, 64, 100, 132, 164, 196 or 228 KB of it")
 
 
+_LDG_DRAM = (
+    "a warp's HBM load's round trip while other SMs load too (one SM alone: dram_latency, the lone chase): the LDG "
+    "gather of tests/data/h200_calibration.json (memory, L1 free, one block in flight) takes the same time from HBM "
+    "as from L2 on 1 SM, and more on 8 / 33 / 66 SMs, V32 2,750 / 2,775 / 2,842 against 2,092 / 2,097 / 2,095 cycles "
+    "(MODEL1 2,902 / 2,924 / 2,985 against 2,286 / 2,291 / 2,289), far below any bandwidth limit (14 B/cycle an SM): "
+    "the HBM round trip is the L2 one (ldg_l2_latency 324) plus those differences, 982 / 1,002 / 1,071 (940 / 957 / "
+    "1,020), median 991, taken as 1,000; at 132 SMs the share's queue adds the rest (1,472)")
 _MISS_WINDOW = (
     "a warp's load that misses L1 is admitted only while the SM's misses in flight, each held from its request until "
-    "its data is back, leave room for its sectors; the room is this share of the L1's sectors beside shared memory "
-    "(proportional to the L1's size: assumed, a fill needs a line of the L1 to land in). Derived from "
+    "its data is back, leave room for its sectors; the room is this share of the sectors of the L1 beside shared "
+    "memory (proportional to the L1's size: assumed, a fill needs a line of the L1 to land in; the recordings "
+    "show the limit at the 28 KiB L1 and no limit below 27 B/cycle with the L1 free). Derived from "
     "tests/data/h200_gather_regime.json (python -m simtc.hw.calibrate.gather_regime on an NVIDIA H200, 2026-12-03): "
     "FlashMLA's producer loads, one warpgroup a CTA, the kernel's 28 KiB L1 (200 KiB of shared memory held), 8 / 33 / "
-    "66 CTAs from HBM, 3,460-3,572 (V32) and 3,551-3,642 (MODEL1) cycles from a block's first load to its barrier, "
-    "where the same loop in the engine (simtc.kernels.gathers.gather_program) takes 2,515-2,774 with no limit: 0.36 "
-    "of the 896 sectors (323 in flight) puts the engine within 9% at all six, the value that minimises the largest "
-    "error of the six (0.34: 12%, 0.38: 11%); Little's law reads the same, 1,408 sectors a block at ~ 700 cycles a "
-    "round trip through a 323-sector window: ~ 3,050 cycles a block. With the L1 free (256 KiB: 2,949 sectors) the "
-    "window does not bind the loops of tests/data/h200_calibration.json")
+    "66 CTAs from HBM, 3,460-3,572 (V32) and 3,551-3,642 (MODEL1) cycles from a block's first load to its barrier; "
+    "the same loop in the engine (simtc.kernels.gathers.gather_program, ldg_dram_latency 1,000) is within 5% at all "
+    "six with 0.56 of the 896 sectors (502 in flight; 0.52: 20%, 0.60: 7%). Checked, not fitted, on "
+    "tests/data/h200_gather_inflight.json (--set inflight, 1 to 4 warpgroups): the small L1 caps one SM at 17-20 "
+    "B/cycle from HBM (V32; 15-17 MODEL1) however many warpgroups, Little's law 502 x 32 B / 1,000 cycles = 16 "
+    "B/cycle,"
+    " and at 24 / 20 B/cycle from L2")
 
 
 def _cache_rows(arch: str) -> tuple[tuple, ...]:
@@ -221,7 +230,9 @@ def _cache_rows(arch: str) -> tuple[tuple, ...]:
          (_REF_L2 if sm90 else f"the H200's figure, assumed (no B200 figure used): {_REF_L2}")
          + f"; a launch whose device allocations fit in it starts with them in L2, as the host's copies leave them: "
            f"{_H200_EXEC}", ("memory system",)),
-        ("l1_miss_window", 0.36, "of the L1's sectors", "derived" if sm90 else "assumed",
+        ("ldg_dram_latency", 1000, "cycles", "measured" if sm90 else "assumed",
+         _LDG_DRAM if sm90 else f"the sm90 figure, assumed equal on sm100: {_LDG_DRAM}", ("memory system",)),
+        ("l1_miss_window", 0.56, "of the L1's sectors", "derived" if sm90 else "assumed",
          _MISS_WINDOW if sm90 else f"the sm90 figure, assumed equal on sm100: {_MISS_WINDOW}", ("memory system",)),
         ("l1_unified_bytes", 256 * 1024, "B", "documented" if sm90 else "assumed",
          _REF_UNIFIED if sm90 else f"the sm90 figure, assumed equal on sm100 (the Blackwell SM keeps a unified "

@@ -261,17 +261,18 @@ def test_every_mechanism_moves_flashmla_head64(head64_cycles):
 
 def test_the_memory_system_bounds_flashmlas_sm90_kernel():
     """FlashMLA's SM90 kernel gathers K with LDG and waits for it: without the memory system's share and queueing
-    it is faster (by about 5%: the L1 data pipe, which the gathers' bank conflicts keep about 60% busy, bounds it
-    too, and so does the small L1's window of misses in flight, which stays with the l1 mechanism); with LDG's chip
-    bandwidth raised to the bulk copies' it is faster too (by about 3%: the window holds each miss for its round
-    trip, which the share's queue lengthens)."""
+    it is faster (by about 3%: what bounds it is mostly the small L1's window of misses in flight, each held for a
+    warp's HBM round trip, and the L1 data pipe, which stay with the l1 mechanism); with LDG's chip bandwidth raised
+    to the bulk copies' it is faster too (by about 1%: the share's queue lengthens the round trip the window holds)."""
     from simtc.kernels.flashmla.sm90 import steady_cycles_per_block_sm90
 
     t = Timing("sm90")
     base = steady_cycles_per_block_sm90("v32", 8, t)
-    assert steady_cycles_per_block_sm90("v32", 8, t.without("memory")) < 0.96 * base
+    assert steady_cycles_per_block_sm90("v32", 8, t.without("memory")) < 0.98 * base
     assert steady_cycles_per_block_sm90("v32", 8, t.with_values(ldg_hbm_bytes_per_cycle=t["hbm_bytes_per_cycle"])) \
-        < 0.98 * base
+        < 0.995 * base
+    assert steady_cycles_per_block_sm90("v32", 8, t.with_values(ldg_hbm_bytes_per_cycle=t["hbm_bytes_per_cycle"])) \
+        > 0.95 * base
 
 
 def test_the_l1_moves_flashmlas_sm90_kernel():

@@ -36,7 +36,7 @@ def test_the_error_table_is_the_models_own():
 def test_the_band_covers_calls_it_was_not_made_from():
     """Two held-out checks of the procedure (the band's model-error part; the parameters only widen it): every call
     against the interval made from the other 25 (leave-one-out), and the 12 calls of the second recording against
-    the interval made from the 14 of the first one alone. Stated coverage 90%; measured 88% (23 of 26) and 12 of
+    the interval made from the 14 of the first one alone. Stated coverage 90%; measured 92% (24 of 26) and 12 of
     12."""
     e = MODEL_ERRORS["flashmla-sm90"]
     assert e.coverage == 0.9 and len(e.rows) == 26
@@ -53,7 +53,8 @@ def test_the_band_covers_calls_it_was_not_made_from():
     assert full.half_width == pytest.approx(0.5 * t_quantile(0.95, 25) * full.sd * math.sqrt(1 + 1 / 26))
     assert e.band(share=0.25).half_width == pytest.approx(full.half_width / 2)
     # and the model's bias is in it, not in the prediction: the calls measure slower than predicted on average
-    assert e.band(share=1.0).center > 0.1
+    # (by about 9% of the split-KV kernel since the L1's window of misses in flight; 16% before)
+    assert e.band(share=1.0).center > 0.05
 
 
 def test_a_narrower_stated_coverage_covers_fewer():
@@ -156,12 +157,7 @@ def test_tensor_pipe_is_the_mmas_datapath_cycles(profiles):
 def test_the_gather_regime_recording():
     """FlashMLA's producer loads timed on the H200 the way the kernel runs them (tests/data/h200_gather_regime.json):
     the kernel's small L1 costs the HBM gather 20-25% at 132 CTAs; with it the gather takes 3,400-4,300 cycles a block
-    whatever the CTA count (the engine: 2,515 to 4,798, too fast by 21-33% up to 66 CTAs and 11% slow at 132 for
-    V32 -- the small-L1 miss path the engine does not model); L2 reuse of 1 to 4 queries barely moves it (< 4%)."""
-    from simtc.engine import Engine
-    from simtc.engine.parameters import Timing
-    from simtc.kernels.gathers import gather_program
-
+    whatever the CTA count; L2 reuse of 1 to 4 queries barely moves it (< 5%)."""
     rec = json.loads((DATA / "h200_gather_regime.json").read_text())
     by = {r["name"]: r["cycles_per_block"] for r in rec["configs"]}
     assert rec["device"]["sms"] == 132 and len(by) == 20
@@ -172,11 +168,99 @@ def test_the_gather_regime_recording():
         assert by[f"{f}-c132-s200-l2"] < 0.65 * by[f"{f}-c132-s200-hbm"]
         reuse = [by[f"{f}-c132-s200-hbm-t{32768 * n}"] for n in (132, 66, 33)]
         assert max(reuse) / min(reuse) < 1.05
+
+
+def _gather_engine(fmt: str, ctas: int, timing=None, *, small_l1: bool = True, l2: bool = False) -> float:
+    from simtc.engine import Engine
+    from simtc.engine.l1 import l1_capacity
+    from simtc.engine.parameters import Timing
+    from simtc.kernels.gathers import gather_program
+
+    t = timing or Timing("sm90")
+    eng = Engine(gather_program(fmt, 12), timing=t, active_sms=ctas, check=False, l2_resident=("",) if l2 else ())
+    if small_l1:
+        eng.memory.use_l1(l1_capacity("sm90", 200 * 1024, t))
+    return eng.run().cycles / 12
+
+
+def test_the_small_l1s_window_of_misses_on_the_gather():
+    """The engine's run of the same loop (simtc.kernels.gathers.gather_program, no address arithmetic between blocks:
+    held against the H200's block latency, first load to barrier) with the kernel's 28 KiB L1: the window of misses
+    in flight (l1_miss_window) and a warp's loaded HBM round trip (ldg_dram_latency), both derived from
+    microbenchmark rows, put it within 6% at 8 to 66 CTAs for both formats, where without the window it is 14-19%
+    fast. Where it is not (stated, not hidden): one SM is 13% (V32) and 15% (MODEL1) fast (the engine gives a lone SM
+    the lone chase's round trip, 691 cycles; this recording's one-SM rows are also the least repeatable: the
+    in-flight set's session read 2,262 / 2,380 cycles for the same configuration), 132 CTAs 27% and 13% slow (the
+    SM's fixed share of HBM: the H200's SMs take one another's share while they wait), the L2 rows 3-9% fast."""
+    from simtc.engine.parameters import Timing
+
+    rec = json.loads((DATA / "h200_gather_regime.json").read_text())
+    lat = {r["name"]: r["latency_median"] for r in rec["configs"]}
     t = Timing("sm90")
+    for f in ("v32", "model1"):
+        for c in (8, 33, 66):
+            err = _gather_engine(f, c, t) / lat[f"{f}-c{c}-s200-hbm"] - 1
+            assert abs(err) < 0.06, (f, c, err)
+            # the window is what closes it: unbounded, the engine is too fast
+            assert _gather_engine(f, c, t, small_l1=False) / lat[f"{f}-c{c}-s200-hbm"] - 1 < -0.12, (f, c)
+        assert abs(_gather_engine(f, 132, t, l2=True) / lat[f"{f}-c132-s200-l2"] - 1) < 0.10, f
+        assert -0.2 < _gather_engine(f, 1, t) / lat[f"{f}-c1-s200-hbm"] - 1 < -0.1, f
+    assert 0.2 < _gather_engine("v32", 132, t) / lat["v32-c132-s200-hbm"] - 1 < 0.32
+    assert 0.08 < _gather_engine("model1", 132, t) / lat["model1-c132-s200-hbm"] - 1 < 0.18
 
-    def engine(fmt, ctas):
-        return Engine(gather_program(fmt, 12), timing=t, active_sms=ctas, check=False).run().cycles / 12
 
-    for c in (8, 33, 66):
-        assert -0.35 < engine("v32", c) / by[f"v32-c{c}-s200-hbm"] - 1 < -0.2
-    assert 0.05 < engine("v32", 132) / by["v32-c132-s200-hbm"] - 1 < 0.15
+def _inflight_program(fmt: str, warpgroups: int, blocks: int = 8):
+    """The in-flight set's loop: ``warpgroups`` warpgroups each gathering its own blocks (named barrier 1 + g), the
+    records of :func:`simtc.kernels.gathers.gather_program`."""
+    from simtc.isa.cuda_core import CudaCoreBlock
+    from simtc.isa.program import Program, Role
+    from simtc.isa.sync import BarSync
+    from simtc.kernels.gathers import GATHER_LOADS
+
+    pitch = {"v32": 656, "model1": 576}[fmt]
+    roles = []
+    for g in range(warpgroups):
+        recs: list = []
+        for b in range(blocks):
+            recs += [CudaCoreBlock(f"loads {b}", GATHER_LOADS[fmt], gmem_rows=8, gmem_pitch=pitch,
+                                   gmem_lanes="interleaved", regs_written=(f"rows{b}",)),
+                     CudaCoreBlock(f"fold {b}", (("STS", 1),), regs_read=(f"rows{b}",)), BarSync(1 + g, 128)]
+        roles.append(Role(f"wg{g}", tuple(range(4 * g, 4 * g + 4)), tuple(recs)))
+    return Program(f"gather-{fmt}-w{warpgroups}", tuple(roles))
+
+
+@pytest.mark.slow
+def test_the_window_on_the_in_flight_recording():
+    """tests/data/h200_gather_inflight.json (not fitted on): 2 to 4 warpgroups a CTA, the small L1 and the L1 free,
+    from HBM and L2, on 1, 8 and 132 SMs. The H200's small L1 caps one SM at 17-20 B/cycle from HBM however many
+    warpgroups issue (the L1 free: 26-27), which is the window's doing in the engine too: the engine's rate is
+    within 13% wherever more than one SM shares HBM, and from L2 (the L1-free rows from L2 are the farthest, 9-12%
+    slow); on one SM from HBM with 3-4 warpgroups the engine reaches 22 B/cycle where the H200 falls to 17 (V32:
+    the lone-SM round trip again), so those rows are left out here."""
+    from simtc.engine import Engine
+    from simtc.engine.l1 import l1_capacity
+    from simtc.engine.parameters import Timing
+
+    rec = json.loads((DATA / "h200_gather_inflight.json").read_text())
+    assert rec["device"]["name"] == "NVIDIA H200" and len(rec["configs"]) == 46
+    t = Timing("sm90")
+    by = {c["name"]: c for c in rec["configs"]}
+    for f in ("v32", "model1"):
+        row = 64 * (704 if f == "v32" else 608)
+        hw = {w: w * row / by[f"{f}-c1-s200-hbm-w{w}"]["cycles_per_block"] for w in (2, 3, 4)}
+        free = {w: w * row / by[f"{f}-c1-s0-hbm-w{w}"]["cycles_per_block"] for w in (2, 3, 4)}
+        assert max(hw.values()) < 21 and min(free.values()) > 20 and all(free[w] > 1.15 * hw[w] for w in hw)
+    checked = 0
+    for c in rec["configs"]:
+        w = c["warpgroups"]
+        if w == 1 or (c["ctas"] == 1 and c["pool"] == "hbm"):
+            continue
+        eng = Engine(_inflight_program(c["format"], w), timing=t, active_sms=c["ctas"], check=False,
+                     l2_resident=("",) if c["pool"] == "l2" else ())
+        eng.memory.use_l1(l1_capacity("sm90", c["smem_kib"] * 1024, t))
+        eng.run()
+        row = 64 * (704 if c["format"] == "v32" else 608)
+        got, want = w * 8 * row / eng.cycles, w * row / c["cycles_per_block"]
+        assert abs(got / want - 1) < 0.13, (c["name"], got, want)
+        checked += 1
+    assert checked == 20
