@@ -100,16 +100,17 @@ def test_recorded_diff_counts_are_the_hand_programs_own(data):
 
 
 def test_recorded_engine_comparison(data):
-    """Steady state over 12 blocks: the executed kernel's PTX-derived costs within 10 % of the hand Program's SASS
-    counts once the PTX movs (which ptxas removes) are left out; with them, more (docs/kernel.md)."""
+    """Steady state over 12 blocks: the executed kernel's PTX-derived costs (moves priced as ptxas compiles them,
+    simtc.ptx.recording.MOVES) within 10 % of the hand Program's SASS counts (docs/kernel.md); no deadlock (each
+    warp arrives once at everyone_sync)."""
     e12 = next(e for e in data["engine"] if e["blocks"] == 12)
     x, h = e12["executed"], e12["hand"]
-    assert abs(x["steady_cycles_per_block_without_mov"] / h["steady_cycles_per_block"] - 1) < 0.10
-    assert x["steady_cycles_per_block"] > x["steady_cycles_per_block_without_mov"]
+    assert abs(x["steady_cycles_per_block"] / h["steady_cycles_per_block"] - 1) < 0.10
     for e in data["engine"]:
         x, h = e["executed"], e["hand"]
-        assert x["cycles"] > 0 and h["cycles"] > 0
+        assert x["cycles"] > 0 and h["cycles"] > 0 and not x["deadlock"]
         rules = {z["rule"] for z in x["hazards"]}
+        assert "deadlock" not in rules
         assert "smem-write-after-read" in rules  # FlashMLA's known rowwise_max_buf race, found on the executed kernel
         assert {k["rule"] for k in h["known_races"]} == {"smem-write-after-read"}
 
@@ -161,10 +162,9 @@ def test_explanations_hold_only_where_their_claim_does():
     tile = {**gather, "role": "mma"}
     assert ex.explain({**tile, "hand_value": [8192], "executed_value": [64, 0, 0, 0]}) == "tma-coordinates"
     assert ex.explain({**tile, "hand_value": [8192], "executed_value": [64, 0, 1, 0]}) is None
+    # a warp whose paths meet at everyone_sync arrives once (simtc.ptx.recording): an extra BarSync is no notation
     bar = {"kind": "only_executed", "op": "BarSync", "role": "mma", "field": None, "hand_value": None}
-    assert ex.explain({**bar, "executed_value": {"op": "BarSync", "id": 12, "threads": 384}}) \
-        == "diverged-everyone-sync"
-    assert ex.explain({**bar, "executed_value": {"op": "BarSync", "id": 9, "threads": 128}}) is None
+    assert ex.explain({**bar, "executed_value": {"op": "BarSync", "id": 12, "threads": 384}}) is None
 
 
 def test_sched_arrays_are_get_mla_metadata_kernels_layout():
@@ -202,11 +202,6 @@ def test_the_parameter_probe_agrees_with_the_kernels_ptx_parameters():
 
 @needs_kernel
 @pytest.mark.slow
-@pytest.mark.xfail(raises=__import__("simtc.ptx.errors", fromlist=["PtxUnsupported"]).PtxUnsupported, strict=True,
-                   reason="the executor refuses a diverged warp at a non-.aligned barrier (FlashMLA's everyone_sync, "
-                          "PTX bar.sync from NamedBarrier::arrive_and_wait_unaligned), add/mul/fma .f32x2 and a "
-                          "tcgen05.ld lane outside the warp's quadrant (simtc.cuda.executed_sm100.head64's "
-                          "module text); remove this mark when it models them")
 def test_the_executed_kernel_gives_the_replays_outputs():
     from simtc.cuda.executed_sm100.head64 import run_head64
     from simtc.kernels.flashmla.io import make_inputs, replay_inputs

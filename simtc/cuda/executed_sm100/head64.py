@@ -46,12 +46,12 @@ holds it against the hand Program record by record (``simtc program diff flashml
 residual tied to the explanation in ``docs/kernel.md`` whose claim it satisfies (:func:`explain`);
 :func:`engine_comparison` times both on the engine; :func:`record` writes ``tests/data/flashmla_head64_executed.json``.
 
-**What the executor must model first.** The compiled kernel meets four refusals of simtc's executor, each raised
-with its PTX line: the per-request ``everyone_sync`` reached by a diverged warp (``barrier.sync`` from
-``NamedBarrier::arrive_and_wait_unaligned``, ``kernel.cuh`` L116, with warps 4-6 split between the elected lane and
-the empty ``run_main_loop`` of L745), ``add``/``mul``/``fma.rn`` on ``.f32x2`` (``ku::float2_add/mul/fma``), a
-``tcgen05.ld``/``st`` whose address names lane 0 from warps 1-3 (``tmem_cols::P``, L169) and, before commit 76a2cd4,
-``st.weak.shared::cta.b128``. Until then :func:`run_head64` raises the first of them.
+**What the executor models for it.** The compiled kernel needs the per-request ``everyone_sync`` reached by a
+diverged warp (``barrier.sync`` from ``NamedBarrier::arrive_and_wait_unaligned``, ``kernel.cuh`` L116, with warps 4-6
+split between the elected lane and the empty ``run_main_loop`` of L745: the first path waits aside and the warp
+arrives once, as the recording records it), ``add``/``mul``/``fma.rn`` on ``.f32x2`` (``ku::float2_add/mul/fma``), a
+``tcgen05.ld``/``st`` whose address names lane 0 from warps 1-3 (``tmem_cols::P``, L169) and
+``st.weak.shared::cta.b128``; the executor models each (commits 76a2cd4 and ee5cb08).
 
 Outputs are :class:`simtc.kernels.flashmla.io.FlashMLAOutputs` (``out`` bf16 bits ``[b, s_q, 64, 512]``, ``lse``
 float32 ``[b, s_q, 64]``), the replay's format (``simtc replay --save-outputs``).
@@ -569,34 +569,12 @@ def engine_comparison(checkout=None, model_name: str = "v32", blocks: int = 4, s
         return [{"rule": h.rule, "first": list(h.first) if h.first else None,
                  "second": list(h.second) if h.second else None} for h in hs]
 
-    # the same Program with every PTX mov left out of its CUDA-core blocks (ptxas's register allocation removes
-    # nearly all of them): how much of the difference the PTX-derived costs' moves make
-    lean = _without(run.recorded, "MOV")
-    el = run_engine(lean)
-    sv_lean = sorted(c for n, h in names.items() if h.startswith("sv_done") for c in el.engine.trace.phase_cycles(n))
     return {"model": m.name, "blocks": blocks, "seed": seed,
             "executed": {"cycles": er.cycles, "steady_cycles_per_block": mean_interval(sv, er.cycles),
-                         "steady_cycles_per_block_without_mov": mean_interval(sv_lean, el.cycles),
                          "sv_done": sv, "hazards": hazards(er.hazards), "deadlock": bool(er.summary().get("deadlock"))},
             "hand": {"cycles": int(hand.cycles), "steady_cycles_per_block": float(hand.cycles_per_block_steady),
                      "sv_done": list(hand_sv), "hazards": list(hand.hazards),
                      "known_races": list(hand.known_races)}}
-
-
-def _without(recorded, cls: str):
-    """``recorded`` with SASS class ``cls`` left out of every CUDA-core block's counts and chain."""
-    import attrs
-
-    from simtc.isa.cuda_core import CudaCoreBlock
-
-    def strip(r):
-        if not isinstance(r, CudaCoreBlock):
-            return r
-        return attrs.evolve(r, counts=tuple((k, n) for k, n in r.counts if k != cls),
-                            chain=tuple((k, n) for k, n in r.chain if k != cls))
-    prog = recorded.program
-    roles = tuple(attrs.evolve(r, records=tuple(strip(x) for x in r.records)) for r in prog.roles)
-    return attrs.evolve(recorded, program=attrs.evolve(prog, roles=roles))
 
 
 def gather_rows(inputs, batch: int = 0, query: int = 0) -> np.ndarray:

@@ -289,11 +289,6 @@ EXPLANATIONS = {
     "tma-box": "A tile copy's box rows and swizzle: the hand Program leaves them to the tensor map (rows 0, no "
                "swizzle named); the executed copy carries its map's (Q NoPE: 64 rows, SW128; the 5-D Q RoPE box "
                "{32, 64, 2}: 128 rows, SW64)",
-    "diverged-everyone-sync": "The per-request everyone_sync (kernel.cuh L116) of the elected warps 4-6: the "
-                              "elected lane reaches it after its role, the other 31 lanes in the empty "
-                              "run_main_loop of L745 -- two bar.sync instructions of one warp, one warp arrival "
-                              "(PTX ISA 9.0 9.7.13.1: the barrier waits for the warp's non-exited threads, then marks "
-                              "the warp's arrival); the recording keeps one record per instruction",
 }
 """The residual kinds ``docs/kernel.md`` ("FlashMLA's compiled head64 kernel against the hand Program") explains,
 each checked where it is claimed (:func:`explain`)."""
@@ -317,9 +312,6 @@ def explain(d: Mapping) -> str | None:
         if f == "swizzle" and hv == "" and xv in ("SW128", "SW64"):
             return "tma-box"
         return None
-    if d["kind"] == "only_executed" and d["op"] == "BarSync" and d["role"] in ("mma", "raw", "rope") \
-            and isinstance(xv, dict) and xv.get("id") == 12 and xv.get("threads") == 384:
-        return "diverged-everyone-sync"
     return None
 
 
