@@ -227,17 +227,17 @@ static void params_layout() {
     printf("}}");
 }
 
-template<ModelType MODEL_TYPE>
+template <ModelType Model>
 static void tma_params(SparseAttnDecodeParams const& params) {
-    using K = sm100::decode::head64::KernelTemplate<MODEL_TYPE>;
-    using bf16 = cutlass::bfloat16_t;
+    using K = sm100::decode::head64::KernelTemplate<Model>;
+    using elem_t = cutlass::bfloat16_t;  // Q and O are bf16
     using namespace cute;
     auto shape_Q_SW128 = make_shape(K::B_H, K::D_Q, params.s_q, params.b);
-    auto tma_Q_SW128 = make_tma_copy(SM90_TMA_LOAD{}, make_tensor(make_gmem_ptr((bf16*)params.q),
+    auto tma_Q_SW128 = make_tma_copy(SM90_TMA_LOAD{}, make_tensor(make_gmem_ptr((elem_t*)params.q),
         make_layout(shape_Q_SW128, make_stride(params.stride_q_h_q, _1{}, params.stride_q_s_q, params.stride_q_b))),
         typename K::SmemLayoutQ_SW128{});
     auto shape_O = make_shape(K::B_H, K::D_V, params.s_q, params.b);
-    auto tma_O = make_tma_copy(SM90_TMA_STORE{}, make_tensor(make_gmem_ptr((bf16*)params.out),
+    auto tma_O = make_tma_copy(SM90_TMA_STORE{}, make_tensor(make_gmem_ptr((elem_t*)params.out),
         make_layout(shape_O, make_stride(params.stride_o_h_q, _1{}, params.stride_o_s_q, params.stride_o_b))),
         typename K::SmemLayoutOBuf_TMA{});
     using T = typename K::template TmaParams<decltype(shape_Q_SW128), decltype(tma_Q_SW128), decltype(shape_O),

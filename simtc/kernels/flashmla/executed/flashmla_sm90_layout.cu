@@ -119,13 +119,12 @@ static int print_tma_params(int h_q, int d_qk, int s_q, int b, int sqb, int sqs,
     // As KernelTemplate::run builds them (FlashMLA csrc/sm90/decode/sparse_fp8/splitkv_mla.cuh lines 705-716 and
     // 745-750 at 9241ae3).
     auto shape_Q = make_shape(h_q, d_qk, s_q, b);
-    auto tma_Q = cute::make_tma_copy(
-        SM90_TMA_LOAD{},
+    auto q_copy = cute::make_tma_copy(SM90_TMA_LOAD{},
         make_tensor(make_gmem_ptr((bf16 *)(uintptr_t)q), make_layout(shape_Q, make_stride(sqh, _1{}, sqs, sqb))),
         typename Kernel::SmemLayoutQ{});
-    using Tma = typename Kernel::template TmaParams<decltype(shape_Q), decltype(tma_Q)>;
+    using Tma = typename Kernel::template TmaParams<decltype(shape_Q), decltype(q_copy)>;
     alignas(Tma) static unsigned char raw_buf[sizeof(Tma)] = {};  // zeroed, so padding bytes print as 0
-    Tma &params = *new (raw_buf) Tma{shape_Q, tma_Q, CUtensorMap{}};
+    Tma &params = *new (raw_buf) Tma{shape_Q, q_copy, CUtensorMap{}};
     const unsigned char *raw = raw_buf;
     std::printf("\"SharedMemoryPlan\": {\"sizeof\": %zu}, ", sizeof(typename Kernel::SharedMemoryPlan));
     std::printf("\"TmaParams\": {\"sizeof\": %zu, \"alignof\": %zu, \"tma_Q_descriptor\": %td, "
