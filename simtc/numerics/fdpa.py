@@ -32,12 +32,13 @@ subnormal factors, extreme scales, float64 operands): the same steps in float64,
 with an exact integer sum (< 2**33). ``tests/numerics/test_fdpa.py`` holds the paths against each other and
 against a scalar reading of the recipe.
 
-What is verified on hardware (``tests/data/h200_crosscheck_seed0.npz``, ``tests/data/README_h200.md``) and
-what is taken from a reference:
-bf16 ``wgmma`` on sm_90a with normal, wide-exponent and tiny (fp32-subnormal, exact-zero)
-inputs is hardware-verified. ``tcgen05.mma`` (sm100, including ``.ws`` and A from TMEM) using
-the same arithmetic, fp16 inputs, Inf/NaN handling and overflow are taken from MMA-Sim and
-Khattak & Mikaitis, not measured here.
+What is verified on hardware (``tests/data/README_h200.md`` describes each file) and what is taken from a
+reference: bf16 ``wgmma`` on sm_90a with normal, wide-exponent and tiny (fp32-subnormal, exact-zero) inputs
+(``h200_crosscheck_seed0.npz``); bf16 and fp16 inputs with an fp32 D and fp16 inputs with an **fp16 D** (rounded
+to nearest after every k16 instruction), A from registers, imm-scale -1, cancelling and overflowing chains (60 RS
+chains, ``h200_wgmma_rs.npz``); fp16 accumulation over K = 512 in CUTLASS's Hopper tutorials
+(``h200_cute_tutorials.json``, SHA-256 of C). ``tcgen05.mma`` (sm100, including ``.ws`` and A from TMEM) using
+the same arithmetic and NaN handling are taken from MMA-Sim and Khattak & Mikaitis, not measured here.
 
 >>> import numpy as np
 >>> a = np.ones((1, 16), np.float32); b = np.full((1, 16), 2.0**-26, np.float32)
