@@ -70,25 +70,25 @@ def comparison():
 @pytest.mark.slow
 def test_predictions_meet_the_measured_calls(comparison):
     """26 held-out calls of two recordings (never fitted on), both models, b = 1 to 264: where the model stands.
-    Every call within 21% (today -19.2% to +1.5%, mean -12.6%); the launch-bound ones (b x s_q <= 2) within 3%;
-    the rest predicted fast because the engine's split-KV kernel is: its steady cycles per block (5,353 V32 / 5,406
-    MODEL1, at the 1,980 MHz the memory parameters were measured at and the timed calls ran at) against about 6,460 /
-    6,810 the H200 takes (Nsight Compute's 5,834 / 6,072 active cycles a block at 1.77-1.79 GHz, the same microseconds).
-    The targets (7% each, mean within 3%) are not met."""
+    Every call within 14% (today -13.5% to +2.0%, mean -8.1%; before the L1's window of misses in flight and the
+    loaded HBM round trip -19.2% to +1.5%, mean -12.6%); the launch-bound ones (b x s_q <= 2) within 3%; the rest
+    predicted fast because the engine's split-KV kernel is: its steady cycles per block (5,732 V32 / 6,072 MODEL1 at
+    the 1,980 MHz the timed calls ran at) against about 6,370 / 6,650 the calls imply. The targets (7% each, mean
+    within 3%) are not met: 8 of 26 calls are within 7%."""
     assert len(comparison) == 26 and {r["model"] for r, _, _ in comparison} == {"v32", "model1"}
     for r, _, err in comparison:
-        assert abs(err) <= 0.21, (r["name"], err)
+        assert abs(err) <= 0.14, (r["name"], err)
         if r["b"] * r["s_q"] <= 2:
             assert abs(err) <= 0.03, (r["name"], err)
     mean = sum(e for _, _, e in comparison) / len(comparison)
-    assert -0.15 < mean < -0.10
+    assert -0.10 < mean < -0.06
 
 
 @pytest.mark.slow
 def test_the_kernel_part_is_where_the_error_is(comparison):
-    """The split-KV span carries the bias: predicted against its own CUDA-event span it is 15-23% fast wherever the
+    """The split-KV span carries the bias: predicted against its own CUDA-event span it is 8-15% fast wherever the
     kernel lasts over 40 us (the fixed costs, fitted on the small calls, hold the launch-bound ones)."""
     for r, p, _ in comparison:
         kern = p["parts"]["splitkv_s"] / (r["splitkv_ms"] * 1e-3) - 1
         if r["splitkv_ms"] > 0.04:
-            assert -0.23 < kern < -0.14, (r["name"], kern)
+            assert -0.16 < kern < -0.07, (r["name"], kern)

@@ -36,7 +36,7 @@ def test_the_error_table_is_the_models_own():
 def test_the_band_covers_calls_it_was_not_made_from():
     """Two held-out checks of the procedure (the band's model-error part; the parameters only widen it): every call
     against the interval made from the other 25 (leave-one-out), and the 12 calls of the second recording against
-    the interval made from the 14 of the first one alone. Stated coverage 90%; measured 92% (24 of 26) and 12 of
+    the interval made from the 14 of the first one alone. Stated coverage 90%; measured 88% (23 of 26) and 12 of
     12."""
     e = MODEL_ERRORS["flashmla-sm90"]
     assert e.coverage == 0.9 and len(e.rows) == 26
@@ -53,7 +53,7 @@ def test_the_band_covers_calls_it_was_not_made_from():
     assert full.half_width == pytest.approx(0.5 * t_quantile(0.95, 25) * full.sd * math.sqrt(1 + 1 / 26))
     assert e.band(share=0.25).half_width == pytest.approx(full.half_width / 2)
     # and the model's bias is in it, not in the prediction: the calls measure slower than predicted on average
-    # (by about 9% of the split-KV kernel since the L1's window of misses in flight; 16% before)
+    # (by about 10% of the split-KV kernel since the L1's window of misses in flight; 16% before)
     assert e.band(share=1.0).center > 0.05
 
 
