@@ -2,7 +2,9 @@
 
 ``simtc run FILE.cu|FILE.ptx --kernel NAME --grid X[,Y,Z] --block X[,Y,Z] [--smem N] --arg NAME=FILE.npy|SCALAR
 ... --out DIR [--json]``; ``simtc run flashmla-sm90 --flashmla DIR --inputs FILE.npz [--save-outputs OUT.npz]
-[--json]`` compiles FlashMLA's own SM90 sparse decode from a checkout and executes it (:mod:`simtc.cli.run_flashmla`).
+[--json]`` compiles FlashMLA's own SM90 sparse decode from a checkout and executes it, and ``simtc run
+flashmla-head64 --flashmla DIR [--inputs FILE.npz | --model M --blocks N]`` its SM100 head64 kernel
+(:mod:`simtc.cli.run_flashmla`).
 A ``.cu`` file is compiled to PTX as :mod:`simtc.cuda` compiles it (NVRTC, or
 ``--backend nvcc``; ``--arch``; ``-O/--option OPT`` for compiler options, written ``-O=-DN=4`` when the option
 starts with ``-``); a ``.ptx`` file is executed as it is. The launch goes through :class:`simtc.cuda.RawKernel`,
@@ -53,12 +55,13 @@ def register(sub) -> None:
     p = sub.add_parser("run", help="execute a CUDA C++ or PTX kernel on .npy inputs (simtc's PTX executor)",
                        description="Compile a CUDA C++ kernel to PTX (or take a .ptx file), execute it warp by warp "
                                    "in simtc's executor on .npy inputs, and write every array argument back to "
-                                   "DIR/NAME.npy; or, as flashmla-sm90, compile FlashMLA's own SM90 sparse decode "
-                                   "from a checkout and execute it on a FlashMLA inputs file. Exit 0 when it ran, 1 "
+                                   "DIR/NAME.npy; or, as flashmla-sm90 / flashmla-head64, compile FlashMLA's own SM90 "
+                                   "sparse decode / SM100 head64 kernel from a checkout and execute it on a FlashMLA "
+                                   "inputs file. Exit 0 when it ran, 1 "
                                    "on a kernel fault, 2 on bad usage.")
-    p.add_argument("file", metavar="FILE.cu|FILE.ptx|flashmla-sm90",
-                   help="CUDA C++ source (.cu), a PTX module (.ptx), or flashmla-sm90: FlashMLA's SM90 sparse decode "
-                        "compiled from --flashmla DIR")
+    p.add_argument("file", metavar="FILE.cu|FILE.ptx|flashmla-sm90|flashmla-head64",
+                   help="CUDA C++ source (.cu), a PTX module (.ptx), or flashmla-sm90 / flashmla-head64: FlashMLA's "
+                        "SM90 sparse decode / SM100 head64 kernel compiled from --flashmla DIR")
     p.add_argument("--kernel", metavar="NAME", default=None,
                    help="the kernel: its PTX .entry name, or its C++ name when that is unique (default: the "
                         "module's only kernel)")

@@ -24,9 +24,11 @@ from simtc.errors import SimtcError
 __all__ = ["KERNELS", "SM90_PTX", "Executed", "PtxBuild", "add_arguments", "compile_ptx", "execute", "probe_layouts",
            "refuse_flashmla_options", "run"]
 
-KERNELS = ("flashmla-sm90",)
-"""What ``simtc run`` takes in place of a FILE: FlashMLA's own kernels, compiled from ``--flashmla DIR``."""
-_OPTIONS = ("flashmla", "cutlass", "inputs", "save_outputs", "mufu_ulps")
+KERNELS = ("flashmla-sm90", "flashmla-head64")
+"""What ``simtc run`` takes in place of a FILE: FlashMLA's own kernels, compiled from ``--flashmla DIR``: the SM90
+sparse decode (scheduler, split-KV, combine) and the SM100 head64 kernel
+(:mod:`simtc.cuda.executed_sm100.head64`)."""
+_OPTIONS = ("flashmla", "cutlass", "inputs", "save_outputs", "mufu_ulps", "model", "blocks")
 
 SM90_PTX = {
     "v32": "csrc/sm90/decode/sparse_fp8/instantiations/v32_persistent_h64.cu",
@@ -257,7 +259,12 @@ def add_arguments(p) -> None:
                    help="write the executed kernel's outputs (out, lse) in FlashMLA's format (default: none)")
     g.add_argument("--mufu-ulps", type=int_in(-4, 4, "--mufu-ulps is -4 ... 4"), default=0, metavar="K",
                    help="move every MUFU result (ex2/lg2/rcp/div .approx) K ulps: which outputs a MUFU "
-                        "approximation reaches (default 0: simtc's correctly rounded MUFU)")
+                        "approximation reaches (flashmla-sm90; default 0: simtc's correctly rounded MUFU)")
+    g.add_argument("--model", choices=("v32", "model1"), default=None,
+                   help="flashmla-head64 without --inputs: the model of the seeded request (default v32)")
+    g.add_argument("--blocks", type=int_in(1, 64, "--blocks is 1 ... 64"), default=None, metavar="N",
+                   help="flashmla-head64 without --inputs: a seeded one-request input of N blocks of 64 tokens "
+                        "(default 1)")
 
 
 def refuse_flashmla_options(args) -> None:
@@ -277,11 +284,14 @@ def run(args) -> int:
     from simtc.hw.flashmla import find_checkout
     from simtc.kernels.flashmla import io
 
+    if args.file == "flashmla-head64":
+        return _run_head64(args)
     rule = "simtc run flashmla-sm90 --flashmla DIR --inputs FILE.npz [--save-outputs OUT.npz] [--json]"
     others = [f"--{k}" for k in ("kernel", "grid", "block", "out", "arch") if getattr(args, k, None) is not None]
     others += [f"--{k}" for k in ("arg", "option") if getattr(args, k, None)]
     others += [f"--{k.replace('_', '-')}" for k in ("timing", "trace", "schedules", "step", "step_to", "cta")
                if getattr(args, k, None) not in (None, False)]
+    others += [f"--{k}" for k in ("model", "blocks") if getattr(args, k, None) is not None]
     if others:
         raise UsageError(f"{', '.join(others)}: not for flashmla-sm90 (its launches are FlashMLA's own)", rule=rule)
     where = args.flashmla or os.environ.get("SIMTC_FLASHMLA_DIR")
@@ -314,6 +324,53 @@ def run(args) -> int:
               f"instructions, {s_.seconds:6.2f} s")
     if save is not None:
         print(f"wrote {save} (out {r.out.shape}, lse {r.lse.shape})")
+    return 0
+
+
+def _run_head64(args) -> int:
+    """``simtc run flashmla-head64``: FlashMLA's SM100 head64 kernel compiled from the checkout (sm_100a) and executed
+    on ``--inputs`` (or a seeded request of ``--blocks`` blocks), its outputs in the replay's format."""
+    import hashlib
+    import os
+    import time
+
+    from simtc.cli._common import UsageError, emit_json, output_path
+    from simtc.cuda.executed_sm100.head64 import execute_head64
+    from simtc.kernels.flashmla import io
+
+    rule = ("simtc run flashmla-head64 --flashmla DIR [--inputs FILE.npz | --model M --blocks N] "
+            "[--save-outputs OUT.npz] [--json]")
+    others = [f"--{k}" for k in ("kernel", "grid", "block", "out", "arch", "cutlass") if getattr(args, k, None)
+              is not None]
+    others += [f"--{k}" for k in ("arg", "option") if getattr(args, k, None)]
+    others += [f"--{k.replace('_', '-')}" for k in ("timing", "trace", "schedules", "step", "step_to", "cta",
+                                                      "mufu_ulps") if getattr(args, k, None) not in (None, False, 0)]
+    if others:
+        raise UsageError(f"{', '.join(others)}: not for flashmla-head64 (its launch is FlashMLA's own; its engine "
+                         "time, diff and checker: simtc program diff flashmla-head64 --executed)", rule=rule)
+    where = args.flashmla or os.environ.get("SIMTC_FLASHMLA_DIR")
+    if not where:
+        raise UsageError("flashmla-head64 needs a FlashMLA checkout: --flashmla DIR or $SIMTC_FLASHMLA_DIR", rule=rule)
+    inp = io.load_inputs(args.inputs) if args.inputs is not None else None
+    save = output_path(args.save_outputs) if args.save_outputs else None
+    t0 = time.perf_counter()
+    ex = execute_head64(where, inp, model=args.model, blocks=args.blocks)
+    seconds = time.perf_counter() - t0
+    out = ex.outputs
+    if save is not None:
+        io.save_outputs(save, out)
+    n = ex.result.total_thread_instructions
+    summary = {"kernel": "flashmla-head64", "seconds": round(seconds, 3), "thread_instructions": n,
+               "out_sha256": hashlib.sha256(np.ascontiguousarray(out.out).tobytes()).hexdigest(),
+               "lse_sha256": hashlib.sha256(np.ascontiguousarray(out.lse).tobytes()).hexdigest(),
+               "outputs": str(save) if save is not None else None}
+    if args.json:
+        emit_json(summary)
+        return 0
+    print(f"FlashMLA SM100 head64 kernel executed in {seconds:.1f} s ({n:,} thread instructions); out "
+          f"{tuple(out.out.shape)}, lse {tuple(out.lse.shape)}")
+    if save is not None:
+        print(f"wrote {save}")
     return 0
 
 
