@@ -15,11 +15,14 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import numpy as np
 from attrs import frozen
 
 from simtc.errors import SimtcError
+
+if TYPE_CHECKING:
+    import numpy as np
 
 __all__ = ["KERNELS", "SM90_PTX", "Executed", "PtxBuild", "add_arguments", "compile_ptx", "execute", "probe_layouts",
            "refuse_flashmla_options", "run"]
@@ -186,6 +189,8 @@ def execute(build: PtxBuild, inp, *, num_sms: int | None = None, mufu_ulps: int 
     """Launch the three kernels through :mod:`simtc.cuda` on ``inp`` (a
     :class:`~simtc.kernels.flashmla.io.FlashMLAInputs`), as ``sparse_attn_decode_interface`` does on an H200.
     ``mufu_ulps``: run the kernels with every MUFU result moved by that many ulps (where MUFU enters)."""
+    import numpy as np
+
     import simtc.cuda as xp
     from simtc.kernels.flashmla import executed as ex
 
@@ -334,6 +339,8 @@ def _run_head64(args) -> int:
     import os
     import time
 
+    import numpy as np
+
     from simtc.cli._common import UsageError, emit_json, output_path
     from simtc.cuda.executed_sm100.head64 import execute_head64
     from simtc.kernels.flashmla import io
@@ -380,6 +387,8 @@ RESULTS_FORMAT = "simtc-flashmla-sm90-executed"
 
 
 def _sha(a: np.ndarray) -> str:
+    import numpy as np
+
     return hashlib.sha256(np.ascontiguousarray(a).tobytes()).hexdigest()
 
 
@@ -396,6 +405,8 @@ def compare_with_recording(build: PtxBuild, recording, *, names=None, perturb: t
     (ulps, :func:`simtc.kernels.flashmla.executed.perturb_mufu`): ``mufu_reached`` counts the values one of them
     moves, ``differing_not_reached`` the values that differ from the H200 although none of them moves them.
     Returns the ``tests/data/flashmla_sm90_executed.json`` object."""
+    import numpy as np
+
     from simtc.hw.flashmla import load_recording
     from simtc.kernels.flashmla.executed import MUFU_OPCODES, compare_bits
 

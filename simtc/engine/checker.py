@@ -64,7 +64,6 @@ from __future__ import annotations
 
 from attrs import field, frozen
 
-from simtc.engine.handlers import K_ELECT, K_INVAL, K_SHIFT
 from simtc.engine.hazards import Hazard
 from simtc.engine.ops import (
     K_ALLOC,
@@ -78,14 +77,17 @@ from simtc.engine.ops import (
     K_CP,
     K_CUDA,
     K_DEALLOC,
+    K_ELECT,
     K_FENCE_AFTER,
     K_FENCE_BEFORE,
     K_INIT,
+    K_INVAL,
     K_LD,
     K_LD_SHARED,
     K_MMA,
     K_PROXY_FENCE,
     K_RELINQUISH,
+    K_SHIFT,
     K_ST,
     K_ST_SHARED,
     K_TMA_LOAD,

@@ -39,7 +39,7 @@ from simtc.engine.hazards import Hazard
 from simtc.engine.issue import SubPartition, block_cost
 from simtc.engine.l1 import L1MissPath
 from simtc.engine.memory import MemorySystem
-from simtc.engine.ops import KIND_OF_CLASS, FootprintIndex, Keys, Op
+from simtc.engine.ops import KIND_OF_CLASS, EngineError, FootprintIndex, Keys, Op
 from simtc.engine.parameters import Timing
 from simtc.engine.scheduler import Scheduler
 from simtc.engine.smem_port import SharedMemoryPort
@@ -70,10 +70,6 @@ def gc_paused():
     finally:
         if was:
             gc.enable()
-
-
-class EngineError(SimtcError, RuntimeError):
-    """A Program the engine cannot run (unknown record, unknown barrier, bad mode)."""
 
 
 def _costs(timing: Timing) -> dict:

@@ -118,9 +118,7 @@ def cuda_core(eng, w, op, i, now):
             if planned:
                 l1 = cached_l1(eng)
                 if len(rec.gmem_loads) != len(cost.loads) or len(rec.gmem_stores) != len(cost.stores):
-                    from simtc.engine.core import EngineError
-
-                    raise EngineError(f"{rec.name}: {len(rec.gmem_loads)} load and {len(rec.gmem_stores)} store "
+                    raise k.EngineError(f"{rec.name}: {len(rec.gmem_loads)} load and {len(rec.gmem_stores)} store "
                                       f"sector lists for {len(cost.loads)} LDG and {len(cost.stores)} STG",
                                       rule="a block's gmem_loads / gmem_stores follow its LDG / STG counts")
                 l1.start(*rec.sectors, t0)

@@ -11,8 +11,27 @@ from __future__ import annotations
 import itertools
 from typing import Any
 
-__all__ = ["KIND_OF_CLASS", "SMEM_ASYNC_READERS", "SMEM_GENERIC_READERS", "UNIT_OF_KIND", "FootprintIndex", "Keys",
-           "Op", "Overlaps", "RangeSetOverlaps"]
+from simtc.errors import SimtcError
+
+__all__ = [
+    "KIND_OF_CLASS",
+    "SMEM_ASYNC_READERS",
+    "SMEM_GENERIC_READERS",
+    "UNIT_OF_KIND",
+    "EngineError",
+    "FootprintIndex",
+    "Keys",
+    "Op",
+    "Overlaps",
+    "RangeSetOverlaps",
+]
+
+
+
+class EngineError(SimtcError, RuntimeError):
+    """A Program the engine cannot run (unknown record, unknown barrier, bad mode); :mod:`simtc.engine.core`
+    re-exports it."""
+
 
 (K_SYNC, K_MMA, K_CP, K_COMMIT, K_LD, K_ST, K_WAIT_LD, K_WAIT_ST, K_FENCE_BEFORE, K_FENCE_AFTER, K_INIT, K_ARRIVE,
  K_ARRIVE_TX, K_TRY_WAIT, K_TMA_LOAD, K_TMA_STORE, K_BULK_COMMIT, K_BULK_WAIT, K_BAR_SYNC, K_BAR_ARRIVE,

@@ -171,7 +171,7 @@ def _write(tmp_path, d, name="p.json"):
     (lambda d: d["roles"]["producer"].update(warps=[40]),
      ["role 'producer': warp 40: a CTA has at most 32 warps", "CTA warp indices are 0-31", "threads per block"]),
     (lambda d: d["roles"]["consumer_a"].update(warps=[5]),
-     ["warp 5 is in roles 'producer' and 'consumer_a'", "a warp is in one role"]),
+     ["warp 5 is in roles 'producer' and 'consumer_a'", "a warp's roles share its 32 lanes"]),
     (lambda d: d.update(barrier=d.pop("barriers")), ["unknown key 'barrier'", "did you mean 'barriers'?"]),
     (lambda d: d["roles"]["producer"].update(wraps=d["roles"]["producer"].pop("warps")),
      ["role 'producer'", "unknown key 'wraps'", "did you mean 'warps'?"]),
