@@ -264,12 +264,19 @@ for gpu, (cycles, busy) in bounds.items():
 # (`tma` counts the cycles with at least one copy in flight, latency included: not a rate that could fill. The
 # B200's `tmem_path`, the TMEM loads and stores, is far from full.) A busy unit need not be the one that binds;
 # scaling each parameter in turn (`simtc.engine.sensitivity`, what `simtc timing sensitivity` runs) shows which
-# ones the steady-state cycles per block rest on — here with 8 blocks per request:
+# ones the steady-state cycles per block rest on — here with 8 blocks per request. The cache capacities (the L1's
+# 256 KB and L2's 50 MB, documented sizes of the chip, not uncertain) are left out of the sweep; the L1's window of
+# misses in flight, the derived parameter that depends on the L1, stays in:
 
 # %%
+def swept(t):
+    return [n for n in t.table if n not in ("l1_unified_bytes", "l2_bytes")]
+
+
 sens = {
-    "H200 · SM90 kernel": sensitivity(lambda t: steady_cycles_per_block_sm90("v32", 8, t), h200),
-    "B200 · head64 kernel": sensitivity(lambda t: steady_cycles_per_block("v32", 8, t), Timing("sm100")),
+    "H200 · SM90 kernel": sensitivity(lambda t: steady_cycles_per_block_sm90("v32", 8, t), h200, swept(h200)),
+    "B200 · head64 kernel": sensitivity(lambda t: steady_cycles_per_block("v32", 8, t), Timing("sm100"),
+                                        swept(Timing("sm100"))),
 }
 for gpu, rs in sens.items():
     display(table(f"{gpu}: steady cycles per block, each parameter x0.5 and x2 (top 6 of {len(rs)})",
@@ -439,7 +446,7 @@ assert busy_b["smem_port"] > 1.3 * busy_b["memory"] and busy_b["tmem_path"] < 0.
 hs, bs = ({x.name: x for x in sens[g]} for g in sens)
 assert sens["H200 · SM90 kernel"][0].name == "smem_port_bytes_per_cycle" == sens["B200 · head64 kernel"][0].name
 assert abs(hs["smem_port_bytes_per_cycle"].up) > abs(hs["ldg_hbm_bytes_per_cycle"].up)
-assert abs(hs["smem_port_bytes_per_cycle"].down - hs["ldg_hbm_bytes_per_cycle"].down) < 0.1
+assert abs(hs["smem_port_bytes_per_cycle"].down - hs["ldg_hbm_bytes_per_cycle"].down) < 0.15
 ldg, sms = hs["ldg_hbm_bytes_per_cycle"], hs["sm_count"]
 assert abs(sms.up - ldg.down) < 0.005 and abs(sms.down - ldg.up) < 0.005   # the share is ldg_hbm / sm_count
 assert bs["smem_port_bytes_per_cycle"].effect > 2 * max(x.effect for x in sens["B200 · head64 kernel"][1:])
